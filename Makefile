@@ -1,0 +1,66 @@
+# moe: Go plugins for Envoy's golang filter, one libgolang.so, tested through moe-host.
+#   make run    build, then serve the demo on 127.0.0.1:10000
+#   make test   every test: unit (-race), moe-host conformance, end-to-end, sanitizer run
+#   make bench  Go benchmarks (ratios against a baseline measured in the same run)
+SHELL := /bin/bash
+GO ?= go
+OUT := out
+export CGO_ENABLED := 1
+
+GO_SOURCES := $(shell find . -name '*.go' -not -path './out/*') go.mod go.sum
+HOST_SOURCES := $(wildcard cgo/host/*.cc cgo/host/*.h cgo/host/Makefile)
+
+.PHONY: all deps build run test test-unit test-host test-asan bench image clean
+
+all: build
+
+deps:
+	@bash build/install-deps.sh
+
+build: deps $(OUT)/libgolang.so $(OUT)/moe-host $(OUT)/moectl $(OUT)/echo-upstream
+
+$(OUT)/libgolang.so: $(GO_SOURCES)
+	$(GO) build -buildmode=c-shared -o $@ ./cgo/libgolang
+
+$(OUT)/moe-host: $(HOST_SOURCES)
+	$(MAKE) -C cgo/host -j2
+
+$(OUT)/moe-host-asan: $(HOST_SOURCES)
+	$(MAKE) -C cgo/host -j2 asan
+
+$(OUT)/moectl: $(GO_SOURCES)
+	$(GO) build -o $@ ./cmd/moectl
+
+$(OUT)/echo-upstream: $(GO_SOURCES)
+	$(GO) build -o $@ ./cmd/echo-upstream
+
+# Test-only libraries: the conformance plugins for moe-host and the framework's e2e plugins.
+$(OUT)/libconformance.so: $(GO_SOURCES)
+	$(GO) build -buildmode=c-shared -o $@ ./cgo/host/conformance/so
+
+$(OUT)/libmoe-e2e.so: $(GO_SOURCES)
+	$(GO) build -buildmode=c-shared -o $@ ./shared/e2e/so
+
+TEST_LIBS := $(OUT)/libconformance.so $(OUT)/libmoe-e2e.so
+
+run: build
+	@bash envoy/run-demo.sh
+
+# MOE_REQUIRE_HOST=1 turns "binary missing" into a failure instead of a skip.
+test: build $(TEST_LIBS) $(OUT)/moe-host-asan
+	MOE_REQUIRE_HOST=1 $(GO) test -race -count=1 -timeout 20m ./...
+	$(MAKE) test-asan
+
+# The moe-host conformance suite again, against the AddressSanitizer/LeakSanitizer build.
+test-asan: $(OUT)/moe-host-asan $(OUT)/moectl $(OUT)/libconformance.so
+	MOE_REQUIRE_HOST=1 MOE_HOST_BIN=$(abspath $(OUT)/moe-host-asan) \
+	  $(GO) test -count=1 -timeout 10m ./cgo/host/conformance/
+
+bench: build
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime=500ms ./shared/... ./plugins/...
+
+image:
+	docker build -f build/Dockerfile.envoy -t moe/envoy:contrib-v1.39 .
+
+clean:
+	rm -rf $(OUT)

@@ -1,0 +1,135 @@
+// The compiled bootstrap: what `moectl compile` emits as JSON from an Envoy bootstrap YAML after
+// validating it with Envoy's own protos. The host never parses Envoy YAML itself; moectl refuses
+// any field the host does not support, naming its YAML path. Schema: cgo/host/README.md.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace moe::bootstrap {
+
+struct SocketAddress {
+  std::string address;
+  uint16_t port = 0;
+};
+
+// One golang plugin's per-route config (ConfigsPerRoute.plugins_config[plugin_name]).
+struct RoutePluginConfig {
+  bool disabled = false;          // passed along; Envoy's C++ ignores it
+  bool has_config = false;
+  std::string config_any;         // serialized google.protobuf.Any (decoded from base64)
+};
+// typed_per_filter_config: http filter name -> plugin_name -> RoutePluginConfig
+using PerFilterConfig = std::map<std::string, std::map<std::string, RoutePluginConfig>>;
+
+struct HeaderMatcher {
+  std::string name;
+  enum class Kind { Exact, Prefix, Suffix, Contains, SafeRegex, Present } kind = Kind::Present;
+  std::string value;      // for all but Present
+  bool present = true;    // for Present
+  bool invert = false;
+  bool ignore_case = false;
+};
+
+struct RouteMatch {
+  enum class Kind { Prefix, Path, SafeRegex } kind = Kind::Prefix;
+  std::string value;
+  bool case_sensitive = true;
+  std::vector<HeaderMatcher> headers;
+};
+
+struct WeightedCluster {
+  std::string name;
+  uint32_t weight = 0;
+};
+
+struct RouteAction {
+  std::string cluster;                        // one of cluster,
+  std::string cluster_header;                 //   cluster_header,
+  std::vector<WeightedCluster> weighted_clusters; // weighted_clusters
+  std::optional<std::string> prefix_rewrite;
+  std::optional<std::string> host_rewrite_literal;
+  uint64_t timeout_ms = 15000;                // 0 = disabled, as in Envoy
+};
+
+struct DirectResponse {
+  uint32_t status = 200;
+  std::string body;
+};
+
+struct Route {
+  std::string name;
+  RouteMatch match;
+  std::optional<RouteAction> route;           // one of route,
+  std::optional<DirectResponse> direct_response; // direct_response
+  PerFilterConfig per_filter_config;
+};
+
+struct VirtualHost {
+  std::string name;
+  std::vector<std::string> domains;
+  std::vector<Route> routes;
+  PerFilterConfig per_filter_config;
+};
+
+struct RouteConfiguration {
+  std::string name;
+  std::vector<VirtualHost> virtual_hosts;
+  PerFilterConfig per_filter_config;
+};
+
+struct GolangFilter {
+  std::string library_id;
+  std::string library_path;
+  std::string plugin_name;
+  std::string plugin_config_any;              // serialized google.protobuf.Any
+  std::map<std::string, std::string> secrets; // generic_secrets resolved to their values
+};
+
+struct HttpFilter {
+  std::string name;                           // http_filters[].name (key of typed_per_filter_config)
+  enum class Type { Golang, Router } type = Type::Router;
+  GolangFilter golang;                        // when type == Golang
+};
+
+struct HttpConnectionManager {
+  std::string stat_prefix;
+  uint32_t max_request_headers_kb = 60;
+  uint64_t request_timeout_ms = 0;            // 0 = disabled (Envoy default)
+  uint64_t stream_idle_timeout_ms = 300000;   // Envoy default 5 min
+  std::vector<HttpFilter> http_filters;
+  RouteConfiguration route_config;
+};
+
+struct Listener {
+  std::string name;
+  SocketAddress address;
+  HttpConnectionManager hcm;
+  uint32_t per_connection_buffer_limit_bytes = 1024 * 1024; // Envoy default 1 MiB
+};
+
+struct ClusterConfig {
+  std::string name;
+  enum class Type { Static, StrictDns } type = Type::Static;
+  uint64_t connect_timeout_ms = 5000;
+  uint64_t dns_refresh_rate_ms = 5000;
+  std::vector<SocketAddress> endpoints;
+  uint32_t per_connection_buffer_limit_bytes = 1024 * 1024;
+};
+
+struct Admin {
+  SocketAddress address;
+};
+
+struct Bootstrap {
+  std::optional<Admin> admin;
+  std::vector<Listener> listeners;
+  std::vector<ClusterConfig> clusters;
+};
+
+// Parses the compiled JSON. Throws std::runtime_error naming the JSON path on error.
+Bootstrap parseJson(const std::string& json);
+
+} // namespace moe::bootstrap

@@ -1,0 +1,94 @@
+// HeaderMap: ordered (key, value) entries like Envoy's HeaderMapImpl. Keys are stored
+// lowercased. Request maps keep the pseudo-headers (:authority :path :method :scheme, or
+// :status on responses) first, as Envoy's codec produces them; byteSize() is what Envoy's
+// byteSize() returns (sum of key and value lengths), which the golang ABI passes to Go as
+// header_bytes, so it must describe exactly what copyTo() writes.
+#pragma once
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace moe {
+
+inline std::string lowerCase(std::string_view s) {
+  std::string out(s);
+  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+class HeaderMap {
+public:
+  using Entry = std::pair<std::string, std::string>;
+
+  size_t size() const { return entries_.size(); }
+  uint64_t byteSize() const {
+    uint64_t n = 0;
+    for (auto& e : entries_) n += e.first.size() + e.second.size();
+    return n;
+  }
+  const std::vector<Entry>& entries() const { return entries_; }
+
+  // First value of key (lowercased by the caller or not), or nullptr.
+  const std::string* get(std::string_view key) const {
+    std::string k = lowerCase(key);
+    for (auto& e : entries_) if (e.first == k) return &e.second;
+    return nullptr;
+  }
+  std::vector<std::string> getAll(std::string_view key) const {
+    std::string k = lowerCase(key);
+    std::vector<std::string> out;
+    for (auto& e : entries_) if (e.first == k) out.push_back(e.second);
+    return out;
+  }
+  // addCopy: append another value. Pseudo-headers are inserted before regular headers.
+  void addCopy(std::string_view key, std::string_view value) {
+    std::string k = lowerCase(key);
+    if (!k.empty() && k[0] == ':') {
+      auto it = std::find_if(entries_.begin(), entries_.end(),
+                             [](const Entry& e) { return e.first.empty() || e.first[0] != ':'; });
+      entries_.insert(it, Entry(std::move(k), std::string(value)));
+      return;
+    }
+    entries_.emplace_back(std::move(k), std::string(value));
+  }
+  // setCopy: Envoy's HeaderMapImpl::setCopy replaces the value of the first entry with this
+  // key and leaves any later duplicates alone; adds the header when absent.
+  void setCopy(std::string_view key, std::string_view value) {
+    std::string k = lowerCase(key);
+    for (auto& e : entries_) {
+      if (e.first == k) { e.second = std::string(value); return; }
+    }
+    addCopy(k, value);
+  }
+  // setReference in Envoy semantics for single-valued headers: remove all, then add.
+  void setOnly(std::string_view key, std::string_view value) { remove(key); addCopy(key, value); }
+  size_t remove(std::string_view key) {
+    std::string k = lowerCase(key);
+    size_t before = entries_.size();
+    entries_.erase(std::remove_if(entries_.begin(), entries_.end(),
+                                  [&](const Entry& e) { return e.first == k; }),
+                   entries_.end());
+    return before - entries_.size();
+  }
+  void clear() { entries_.clear(); }
+  void iterate(const std::function<void(const std::string&, const std::string&)>& cb) const {
+    for (auto& e : entries_) cb(e.first, e.second);
+  }
+
+  // Convenience accessors for pseudo-headers.
+  std::string_view path() const { auto* v = get(":path"); return v ? std::string_view(*v) : std::string_view(); }
+  std::string_view method() const { auto* v = get(":method"); return v ? std::string_view(*v) : std::string_view(); }
+  std::string_view host() const { auto* v = get(":authority"); return v ? std::string_view(*v) : std::string_view(); }
+  int status() const { auto* v = get(":status"); return v ? std::atoi(v->c_str()) : 0; }
+
+private:
+  std::vector<Entry> entries_;
+};
+using HeaderMapPtr = std::unique_ptr<HeaderMap>;
+
+} // namespace moe

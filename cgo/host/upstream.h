@@ -1,0 +1,81 @@
+// Upstream side: clusters, per-worker HTTP/1.1 connection pools, and one upstream request.
+// Implemented in cluster.* / conn_pool.* / http1_codec.*; used by the router filter.
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "buffer.h"
+#include "header_map.h"
+
+namespace moe {
+
+class Dispatcher;
+
+enum class UpstreamResetReason {
+  ConnectionFailure,     // connect refused or connect_timeout elapsed
+  ConnectionTermination, // upstream closed / errored mid-stream
+  ProtocolError,         // unparseable response
+  LocalReset,            // reset() called
+};
+const char* toString(UpstreamResetReason r);
+
+// Events of one upstream request, delivered on the worker thread that created it.
+class UpstreamCallbacks {
+public:
+  virtual ~UpstreamCallbacks() = default;
+  // A connection was bound to the request; host is "ip:port" of the chosen endpoint.
+  virtual void onPoolReady(const std::string& host) = 0;
+  virtual void onUpstreamHeaders(HeaderMapPtr headers, bool end_stream) = 0; // ":status" first
+  virtual void onUpstreamData(Buffer& data, bool end_stream) = 0;
+  virtual void onUpstreamTrailers(HeaderMapPtr trailers) = 0;
+  // The request failed; no more callbacks follow. Not called after reset().
+  virtual void onUpstreamReset(UpstreamResetReason reason, const std::string& details) = 0;
+};
+
+// One request on an upstream connection. encode* may be called before the connection is
+// ready: the request is queued and written once connected.
+class UpstreamRequest {
+public:
+  virtual ~UpstreamRequest() = default;
+  // headers: :method :path :authority first; the codec writes Host from :authority.
+  virtual void encodeHeaders(const HeaderMap& headers, bool end_stream) = 0;
+  virtual void encodeData(Buffer& data, bool end_stream) = 0;
+  virtual void encodeTrailers(const HeaderMap& trailers) = 0;
+  // Cancel: no further callbacks; the connection is closed (not returned to the pool).
+  virtual void reset() = 0;
+};
+using UpstreamRequestPtr = std::unique_ptr<UpstreamRequest>;
+
+struct Endpoint {
+  std::string ip;
+  uint16_t port = 0;
+  std::string str() const; // "ip:port" or "[v6]:port"
+};
+
+class Cluster {
+public:
+  virtual ~Cluster() = default;
+  virtual const std::string& name() const = 0;
+  // Current endpoints (STRICT_DNS: the last resolution). Thread-safe snapshot.
+  virtual std::vector<Endpoint> endpoints() const = 0;
+  // Starts an upstream request on the calling worker's pool for this cluster. override_host
+  // ("ip" or "ip:port", from SetUpstreamOverrideHost) picks that endpoint when it is one of the
+  // cluster's hosts (or, when strict is false and it is not, falls back to round robin; when
+  // strict is true and it is not, fails with ConnectionFailure). Returns nullptr and calls
+  // nothing when the cluster has no endpoints (caller answers 503 "no healthy upstream").
+  virtual UpstreamRequestPtr newRequest(Dispatcher& worker, UpstreamCallbacks& cb,
+                                        const std::optional<std::string>& override_host,
+                                        bool override_strict) = 0;
+};
+
+class ClusterManager {
+public:
+  virtual ~ClusterManager() = default;
+  virtual Cluster* get(const std::string& name) = 0; // nullptr when unknown
+};
+
+} // namespace moe

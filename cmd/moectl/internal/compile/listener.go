@@ -1,0 +1,118 @@
+package compile
+
+import (
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+
+	"github.com/moeproxy/moe/cmd/moectl/internal/bootstrap"
+	"github.com/moeproxy/moe/cmd/moectl/internal/ypath"
+)
+
+// Envoy defaults (http_connection_manager.proto).
+const (
+	defaultMaxRequestHeadersKB = 60
+	defaultStreamIdleTimeoutMS = 5 * 60 * 1000
+)
+
+// listener accepts one filter chain holding one http_connection_manager: moe-host has no
+// filter chain matching and no other network filters.
+func (c *compiler) listener(p ypath.Path, l *listenerv3.Listener) bootstrap.Listener {
+	c.only(p, l, "name", "address", "filter_chains", "per_connection_buffer_limit_bytes")
+	out := bootstrap.Listener{
+		Name:                          l.GetName(),
+		Address:                       c.socketAddress(p.Field("address"), l.GetAddress(), false),
+		PerConnectionBufferLimitBytes: u32(l.GetPerConnectionBufferLimitBytes(), defaultBufferLimit),
+		HCM:                           emptyHCM(),
+	}
+	chains := l.GetFilterChains()
+	if len(chains) != 1 {
+		c.errs.Addf(p.Field("filter_chains"), "moe-host supports exactly one filter chain, got %d", len(chains))
+		if len(chains) == 0 {
+			return out
+		}
+	}
+	fcp := p.Field("filter_chains").Index(0)
+	c.only(fcp, chains[0], "name", "filters")
+	filters := chains[0].GetFilters()
+	if len(filters) != 1 {
+		c.errs.Addf(fcp.Field("filters"), "moe-host supports exactly one network filter (http_connection_manager), got %d", len(filters))
+		if len(filters) == 0 {
+			return out
+		}
+	}
+	fp := fcp.Field("filters").Index(0)
+	c.only(fp, filters[0], "name", "typed_config")
+	tc := filters[0].GetTypedConfig()
+	if tc == nil {
+		c.errs.Addf(fp.Field("typed_config"), "is required")
+		return out
+	}
+	tp := fp.Field("typed_config")
+	msg, ok := c.unpack(tp, tc)
+	if !ok {
+		return out
+	}
+	hcm, ok := msg.(*hcmv3.HttpConnectionManager)
+	if !ok {
+		c.errs.Addf(tp, "network filter %s is not supported by moe-host (only http_connection_manager)", tc.GetTypeUrl())
+		return out
+	}
+	out.HCM = c.hcm(tp, hcm)
+	return out
+}
+
+func emptyHCM() bootstrap.HttpConnectionManager {
+	return bootstrap.HttpConnectionManager{
+		HTTPFilters: []bootstrap.HTTPFilter{},
+		RouteConfig: bootstrap.RouteConfiguration{PerFilterConfig: bootstrap.PerFilterConfig{}, VirtualHosts: []bootstrap.VirtualHost{}},
+	}
+}
+
+func (c *compiler) hcm(p ypath.Path, h *hcmv3.HttpConnectionManager) bootstrap.HttpConnectionManager {
+	c.only(p, h, "stat_prefix", "codec_type", "route_config", "http_filters",
+		"max_request_headers_kb", "request_timeout", "stream_idle_timeout",
+		"access_log_options", "flush_access_log_on_new_request")
+	switch h.GetCodecType() {
+	case hcmv3.HttpConnectionManager_AUTO, hcmv3.HttpConnectionManager_HTTP1:
+	default:
+		c.errs.Addf(p.Field("codec_type"), "%s is not supported by moe-host (HTTP/1.1 only; AUTO or HTTP1)", h.GetCodecType())
+	}
+	out := emptyHCM()
+	out.StatPrefix = h.GetStatPrefix()
+	out.MaxRequestHeadersKB = u32(h.GetMaxRequestHeadersKb(), defaultMaxRequestHeadersKB)
+	out.RequestTimeoutMS = c.millis(p.Field("request_timeout"), h.GetRequestTimeout(), 0)
+	out.StreamIdleTimeoutMS = c.millis(p.Field("stream_idle_timeout"), h.GetStreamIdleTimeout(), defaultStreamIdleTimeoutMS)
+	out.FlushAccessLogOnNewRequest = c.flushAccessLogOnNewRequest(p, h)
+	out.HTTPFilters = c.httpFilters(p.Field("http_filters"), h.GetHttpFilters())
+	if rc := h.GetRouteConfig(); rc != nil {
+		out.RouteConfig = c.routeConfig(p.Field("route_config"), rc, filtersByName(out.HTTPFilters))
+	} else if h.GetRds() == nil && h.GetScopedRoutes() == nil {
+		c.errs.Addf(p.Field("route_config"), "is required")
+	}
+	return out
+}
+
+func filtersByName(fs []bootstrap.HTTPFilter) map[string]bootstrap.HTTPFilter {
+	m := make(map[string]bootstrap.HTTPFilter, len(fs))
+	for _, f := range fs {
+		m[f.Name] = f
+	}
+	return m
+}
+
+// flushAccessLogOnNewRequest makes the golang filter's OnLogDownstreamStart run. It may be set
+// in access_log_options or in the deprecated top-level field; Envoy reads the latter only when
+// access_log_options is absent, so setting both is refused as ambiguous.
+func (c *compiler) flushAccessLogOnNewRequest(p ypath.Path, h *hcmv3.HttpConnectionManager) bool {
+	opts := h.GetAccessLogOptions()
+	if opts == nil {
+		return h.GetFlushAccessLogOnNewRequest()
+	}
+	op := p.Field("access_log_options")
+	// The periodic flush and tunnel flush change when logs run; moe-host has neither.
+	c.only(op, opts, "flush_access_log_on_new_request")
+	if h.GetFlushAccessLogOnNewRequest() {
+		c.errs.Addf(p.Field("flush_access_log_on_new_request"), "set it in access_log_options only (Envoy ignores this deprecated field when access_log_options is present)")
+	}
+	return opts.GetFlushAccessLogOnNewRequest()
+}

@@ -1,0 +1,353 @@
+// Loads the compiled bootstrap JSON (compiled-bootstrap.md) into the plain structs of
+// bootstrap.h. moectl already validated everything against Envoy's protos, so this only checks
+// shapes and types; every error names the JSON path so a hand-written file is easy to fix.
+#include "bootstrap.h"
+
+#include <nlohmann/json.hpp>
+
+#include <stdexcept>
+
+namespace moe::bootstrap {
+namespace {
+
+using nlohmann::json;
+
+[[noreturn]] void fail(const std::string& path, const std::string& what) {
+  throw std::runtime_error("compiled bootstrap: " + path + ": " + what);
+}
+
+const json& member(const json& obj, const std::string& path, const char* key) {
+  auto it = obj.find(key);
+  if (it == obj.end()) fail(path + "." + key, "missing");
+  return *it;
+}
+
+const json* optionalMember(const json& obj, const char* key) {
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+void requireObject(const json& v, const std::string& path) {
+  if (!v.is_object()) fail(path, "expected an object");
+}
+void requireArray(const json& v, const std::string& path) {
+  if (!v.is_array()) fail(path, "expected an array");
+}
+
+// Calls fn(element, element_path) for each element of the array obj[key]. moectl is written in
+// Go, whose encoder turns an empty (nil) slice into null: null and, unless required, a missing
+// key both mean "no elements".
+template <typename Fn>
+void forEach(const json& obj, const std::string& path, const char* key, bool required, Fn fn) {
+  auto it = obj.find(key);
+  const std::string p = path + "." + key;
+  if (it == obj.end()) {
+    if (required) fail(p, "missing");
+    return;
+  }
+  if (it->is_null()) return;
+  requireArray(*it, p);
+  for (size_t i = 0; i < it->size(); i++) fn((*it)[i], p + "[" + std::to_string(i) + "]");
+}
+
+std::string getString(const json& obj, const std::string& path, const char* key) {
+  const json& v = member(obj, path, key);
+  if (!v.is_string()) fail(path + "." + key, "expected a string");
+  return v.get<std::string>();
+}
+
+std::string getStringOr(const json& obj, const std::string& path, const char* key,
+                        const std::string& def) {
+  const json* v = optionalMember(obj, key);
+  if (!v) return def;
+  if (!v->is_string()) fail(path + "." + key, "expected a string");
+  return v->get<std::string>();
+}
+
+uint64_t getUint(const json& obj, const std::string& path, const char* key, uint64_t max,
+                 std::optional<uint64_t> def = std::nullopt) {
+  const json* v = optionalMember(obj, key);
+  if (!v) {
+    if (def) return *def;
+    fail(path + "." + key, "missing");
+  }
+  // nlohmann stores every non-negative integer literal as unsigned.
+  if (!v->is_number_unsigned())
+    fail(path + "." + key, "expected a non-negative integer");
+  uint64_t n = v->get<uint64_t>();
+  if (n > max) fail(path + "." + key, "value " + std::to_string(n) + " out of range");
+  return n;
+}
+
+bool getBool(const json& obj, const std::string& path, const char* key, bool def) {
+  const json* v = optionalMember(obj, key);
+  if (!v) return def;
+  if (!v->is_boolean()) fail(path + "." + key, "expected a boolean");
+  return v->get<bool>();
+}
+
+std::string decodeBase64(const std::string& in, const std::string& path) {
+  auto value = [](char c) -> int {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+') return 62;
+    if (c == '/') return 63;
+    return -1;
+  };
+  std::string out;
+  uint32_t acc = 0;
+  int bits = 0;
+  size_t i = 0;
+  for (; i < in.size() && in[i] != '='; i++) {
+    int v = value(in[i]);
+    if (v < 0) fail(path, "invalid base64");
+    acc = (acc << 6) | static_cast<uint32_t>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out.push_back(static_cast<char>((acc >> bits) & 0xff));
+    }
+  }
+  for (; i < in.size(); i++) {
+    if (in[i] != '=') fail(path, "invalid base64");
+  }
+  return out;
+}
+
+SocketAddress parseAddress(const json& v, const std::string& path) {
+  requireObject(v, path);
+  SocketAddress a;
+  a.address = getString(v, path, "address");
+  a.port = static_cast<uint16_t>(getUint(v, path, "port", 65535));
+  return a;
+}
+
+PerFilterConfig parsePerFilterConfig(const json& obj, const std::string& path) {
+  PerFilterConfig out;
+  const json* v = optionalMember(obj, "per_filter_config");
+  if (!v) return out;
+  std::string p = path + ".per_filter_config";
+  requireObject(*v, p);
+  for (auto& [filter_name, plugins] : v->items()) {
+    std::string fp = p + "." + filter_name;
+    if (!plugins.is_null()) requireObject(plugins, fp);
+    auto& dst = out[filter_name];
+    if (plugins.is_null()) continue;  // a nil Go map
+    for (auto& [plugin_name, cfg] : plugins.items()) {
+      std::string pp = fp + "." + plugin_name;
+      requireObject(cfg, pp);
+      RoutePluginConfig rc;
+      rc.disabled = getBool(cfg, pp, "disabled", false);
+      if (const json* c = optionalMember(cfg, "config")) {
+        if (!c->is_string()) fail(pp + ".config", "expected a base64 string");
+        rc.has_config = true;
+        rc.config_any = decodeBase64(c->get<std::string>(), pp + ".config");
+      }
+      dst[plugin_name] = std::move(rc);
+    }
+  }
+  return out;
+}
+
+HeaderMatcher parseHeaderMatcher(const json& v, const std::string& path) {
+  requireObject(v, path);
+  HeaderMatcher m;
+  m.name = getString(v, path, "name");
+  std::string kind = getString(v, path, "kind");
+  if (kind == "exact") m.kind = HeaderMatcher::Kind::Exact;
+  else if (kind == "prefix") m.kind = HeaderMatcher::Kind::Prefix;
+  else if (kind == "suffix") m.kind = HeaderMatcher::Kind::Suffix;
+  else if (kind == "contains") m.kind = HeaderMatcher::Kind::Contains;
+  else if (kind == "safe_regex") m.kind = HeaderMatcher::Kind::SafeRegex;
+  else if (kind == "present") m.kind = HeaderMatcher::Kind::Present;
+  else fail(path + ".kind", "unknown header matcher kind \"" + kind + "\"");
+  m.value = getStringOr(v, path, "value", "");
+  m.present = getBool(v, path, "present", true);
+  m.invert = getBool(v, path, "invert", false);
+  m.ignore_case = getBool(v, path, "ignore_case", false);
+  return m;
+}
+
+RouteMatch parseRouteMatch(const json& v, const std::string& path) {
+  requireObject(v, path);
+  RouteMatch m;
+  std::string kind = getString(v, path, "kind");
+  if (kind == "prefix") m.kind = RouteMatch::Kind::Prefix;
+  else if (kind == "path") m.kind = RouteMatch::Kind::Path;
+  else if (kind == "safe_regex") m.kind = RouteMatch::Kind::SafeRegex;
+  else fail(path + ".kind", "unknown route match kind \"" + kind + "\"");
+  m.value = getString(v, path, "value");
+  m.case_sensitive = getBool(v, path, "case_sensitive", true);
+  forEach(v, path, "headers", false,
+          [&](const json& h, const std::string& hp) { m.headers.push_back(parseHeaderMatcher(h, hp)); });
+  return m;
+}
+
+RouteAction parseRouteAction(const json& v, const std::string& path) {
+  requireObject(v, path);
+  RouteAction a;
+  a.cluster = getStringOr(v, path, "cluster", "");
+  a.cluster_header = getStringOr(v, path, "cluster_header", "");
+  forEach(v, path, "weighted_clusters", false, [&](const json& wc, const std::string& wp) {
+    requireObject(wc, wp);
+    WeightedCluster w;
+    w.name = getString(wc, wp, "name");
+    w.weight = static_cast<uint32_t>(getUint(wc, wp, "weight", UINT32_MAX));
+    a.weighted_clusters.push_back(std::move(w));
+  });
+  if (a.cluster.empty() && a.cluster_header.empty() && a.weighted_clusters.empty())
+    fail(path, "one of cluster, cluster_header, weighted_clusters is required");
+  if (const json* p = optionalMember(v, "prefix_rewrite")) {
+    if (!p->is_string()) fail(path + ".prefix_rewrite", "expected a string");
+    a.prefix_rewrite = p->get<std::string>();
+  }
+  if (const json* h = optionalMember(v, "host_rewrite_literal")) {
+    if (!h->is_string()) fail(path + ".host_rewrite_literal", "expected a string");
+    a.host_rewrite_literal = h->get<std::string>();
+  }
+  a.timeout_ms = getUint(v, path, "timeout_ms", UINT64_MAX, 15000);
+  return a;
+}
+
+Route parseRoute(const json& v, const std::string& path) {
+  requireObject(v, path);
+  Route r;
+  r.name = getStringOr(v, path, "name", "");
+  r.match = parseRouteMatch(member(v, path, "match"), path + ".match");
+  if (const json* a = optionalMember(v, "route")) r.route = parseRouteAction(*a, path + ".route");
+  if (const json* d = optionalMember(v, "direct_response")) {
+    std::string dp = path + ".direct_response";
+    requireObject(*d, dp);
+    DirectResponse dr;
+    dr.status = static_cast<uint32_t>(getUint(*d, dp, "status", 999));
+    dr.body = getStringOr(*d, dp, "body", "");
+    r.direct_response = std::move(dr);
+  }
+  if (r.route.has_value() == r.direct_response.has_value())
+    fail(path, "exactly one of route, direct_response is required");
+  r.per_filter_config = parsePerFilterConfig(v, path);
+  return r;
+}
+
+RouteConfiguration parseRouteConfig(const json& v, const std::string& path) {
+  requireObject(v, path);
+  RouteConfiguration rc;
+  rc.name = getStringOr(v, path, "name", "");
+  rc.per_filter_config = parsePerFilterConfig(v, path);
+  forEach(v, path, "virtual_hosts", true, [&](const json& vh, const std::string& vp) {
+    requireObject(vh, vp);
+    VirtualHost out;
+    out.name = getStringOr(vh, vp, "name", "");
+    forEach(vh, vp, "domains", true, [&](const json& d, const std::string& dp) {
+      if (!d.is_string()) fail(dp, "expected a string");
+      out.domains.push_back(d.get<std::string>());
+    });
+    forEach(vh, vp, "routes", true,
+            [&](const json& r, const std::string& rp) { out.routes.push_back(parseRoute(r, rp)); });
+    out.per_filter_config = parsePerFilterConfig(vh, vp);
+    rc.virtual_hosts.push_back(std::move(out));
+  });
+  return rc;
+}
+
+HttpFilter parseHttpFilter(const json& v, const std::string& path) {
+  requireObject(v, path);
+  HttpFilter f;
+  f.name = getString(v, path, "name");
+  std::string type = getString(v, path, "type");
+  if (type == "router") {
+    f.type = HttpFilter::Type::Router;
+  } else if (type == "golang") {
+    f.type = HttpFilter::Type::Golang;
+    std::string gp = path + ".golang";
+    const json& g = member(v, path, "golang");
+    requireObject(g, gp);
+    f.golang.library_id = getString(g, gp, "library_id");
+    f.golang.library_path = getString(g, gp, "library_path");
+    f.golang.plugin_name = getString(g, gp, "plugin_name");
+    f.golang.plugin_config_any =
+        decodeBase64(getStringOr(g, gp, "plugin_config", ""), gp + ".plugin_config");
+    if (const json* s = optionalMember(g, "secrets")) {
+      requireObject(*s, gp + ".secrets");
+      for (auto& [name, val] : s->items()) {
+        if (!val.is_string()) fail(gp + ".secrets." + name, "expected a base64 string");
+        f.golang.secrets[name] = decodeBase64(val.get<std::string>(), gp + ".secrets." + name);
+      }
+    }
+  } else {
+    fail(path + ".type", "unknown http filter type \"" + type + "\"");
+  }
+  return f;
+}
+
+HttpConnectionManager parseHcm(const json& v, const std::string& path) {
+  requireObject(v, path);
+  HttpConnectionManager h;
+  h.stat_prefix = getStringOr(v, path, "stat_prefix", "");
+  h.max_request_headers_kb = static_cast<uint32_t>(getUint(v, path, "max_request_headers_kb", 8192, 60));
+  h.request_timeout_ms = getUint(v, path, "request_timeout_ms", UINT64_MAX, 0);
+  h.stream_idle_timeout_ms = getUint(v, path, "stream_idle_timeout_ms", UINT64_MAX, 300000);
+  h.flush_access_log_on_new_request = getBool(v, path, "flush_access_log_on_new_request", false);
+  h.access_log_flush_interval_ms = getUint(v, path, "access_log_flush_interval_ms", UINT64_MAX, 0);
+  forEach(v, path, "http_filters", true,
+          [&](const json& f, const std::string& fp) { h.http_filters.push_back(parseHttpFilter(f, fp)); });
+  h.route_config = parseRouteConfig(member(v, path, "route_config"), path + ".route_config");
+  return h;
+}
+
+ClusterConfig parseCluster(const json& v, const std::string& path) {
+  requireObject(v, path);
+  ClusterConfig c;
+  c.name = getString(v, path, "name");
+  std::string type = getStringOr(v, path, "type", "STATIC");
+  if (type == "STATIC") c.type = ClusterConfig::Type::Static;
+  else if (type == "STRICT_DNS") c.type = ClusterConfig::Type::StrictDns;
+  else fail(path + ".type", "unsupported cluster type \"" + type + "\"");
+  c.connect_timeout_ms = getUint(v, path, "connect_timeout_ms", UINT64_MAX, 5000);
+  c.dns_refresh_rate_ms = getUint(v, path, "dns_refresh_rate_ms", UINT64_MAX, 5000);
+  c.per_connection_buffer_limit_bytes =
+      static_cast<uint32_t>(getUint(v, path, "per_connection_buffer_limit_bytes", UINT32_MAX, 1024 * 1024));
+  forEach(v, path, "endpoints", false,
+          [&](const json& e, const std::string& ep) { c.endpoints.push_back(parseAddress(e, ep)); });
+  return c;
+}
+
+} // namespace
+
+Bootstrap parseJson(const std::string& text) {
+  json root;
+  try {
+    root = json::parse(text);
+  } catch (const json::parse_error& e) {
+    throw std::runtime_error(std::string("compiled bootstrap: invalid JSON: ") + e.what());
+  }
+  try {
+    requireObject(root, "$");
+    Bootstrap b;
+    if (const json* a = optionalMember(root, "admin")) {
+      Admin admin;
+      admin.address = parseAddress(*a, "$.admin");
+      b.admin = admin;
+    }
+    forEach(root, "$", "listeners", true, [&](const json& l, const std::string& lp) {
+      requireObject(l, lp);
+      Listener out;
+      out.name = getString(l, lp, "name");
+      out.address = parseAddress(member(l, lp, "address"), lp + ".address");
+      out.per_connection_buffer_limit_bytes = static_cast<uint32_t>(
+          getUint(l, lp, "per_connection_buffer_limit_bytes", UINT32_MAX, 1024 * 1024));
+      out.hcm = parseHcm(member(l, lp, "hcm"), lp + ".hcm");
+      b.listeners.push_back(std::move(out));
+    });
+    forEach(root, "$", "clusters", false,
+            [&](const json& c, const std::string& cp) { b.clusters.push_back(parseCluster(c, cp)); });
+    return b;
+  } catch (const json::exception& e) {
+    // Type errors nlohmann raises past our checks (e.g. integer overflow).
+    throw std::runtime_error(std::string("compiled bootstrap: ") + e.what());
+  }
+}
+
+} // namespace moe::bootstrap

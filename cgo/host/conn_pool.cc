@@ -1,0 +1,338 @@
+#include "conn_pool.h"
+
+#include <arpa/inet.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "logger.h"
+#include "stats.h"
+
+namespace moe {
+
+// ---- UpstreamRequestImpl ----
+
+UpstreamRequestImpl::UpstreamRequestImpl(Dispatcher& dispatcher, UpstreamCallbacks& cb)
+    : dispatcher_(dispatcher), cb_(cb), alive_(std::make_shared<bool>(true)) {}
+
+UpstreamRequestImpl::~UpstreamRequestImpl() {
+  *alive_ = false;
+  detachConnection();
+}
+
+void UpstreamRequestImpl::detachConnection() {
+  done_ = true;
+  if (conn_ != nullptr) {
+    UpstreamConnection* c = conn_;
+    conn_ = nullptr;
+    c->abandon();
+  }
+}
+
+void UpstreamRequestImpl::encodeHeaders(const HeaderMap& headers, bool end_stream) {
+  if (conn_ == nullptr || done_) return;
+  std::string out;
+  serializer_.encodeHeaders(headers, end_stream, out);
+  conn_->write(out);
+}
+
+void UpstreamRequestImpl::encodeData(Buffer& data, bool end_stream) {
+  if (conn_ == nullptr || done_) {
+    data.drainAll();
+    return;
+  }
+  std::string out;
+  serializer_.encodeData(data, end_stream, out);
+  data.drainAll();
+  conn_->write(out);
+}
+
+void UpstreamRequestImpl::encodeTrailers(const HeaderMap& trailers) {
+  if (conn_ == nullptr || done_) return;
+  std::string out;
+  serializer_.encodeTrailers(trailers, out);
+  conn_->write(out);
+}
+
+void UpstreamRequestImpl::reset() { detachConnection(); }
+
+void UpstreamRequestImpl::postIfAlive(std::function<void(UpstreamRequestImpl&)> fn) {
+  std::weak_ptr<bool> weak = alive_;
+  UpstreamRequestImpl* self = this;
+  dispatcher_.post([weak, self, fn = std::move(fn)] {
+    auto alive = weak.lock();
+    if (alive && *alive) fn(*self);
+  });
+}
+
+// ---- UpstreamConnection ----
+
+UpstreamConnection::UpstreamConnection(ConnPool& pool, Dispatcher& dispatcher, const Endpoint& endpoint,
+                                       uint64_t connect_timeout_ms)
+    : pool_(pool), dispatcher_(dispatcher), endpoint_(endpoint), host_(endpoint.str()),
+      connect_timeout_ms_(connect_timeout_ms), parser_(*this) {}
+
+UpstreamConnection::~UpstreamConnection() {
+  connect_timer_.reset();
+  if (bev_ != nullptr) bufferevent_free(bev_);
+}
+
+bool UpstreamConnection::connect() {
+  sockaddr_storage ss;
+  memset(&ss, 0, sizeof(ss));
+  socklen_t len;
+  auto* v4 = reinterpret_cast<sockaddr_in*>(&ss);
+  auto* v6 = reinterpret_cast<sockaddr_in6*>(&ss);
+  if (inet_pton(AF_INET, endpoint_.ip.c_str(), &v4->sin_addr) == 1) {
+    v4->sin_family = AF_INET;
+    v4->sin_port = htons(endpoint_.port);
+    len = sizeof(sockaddr_in);
+  } else if (inet_pton(AF_INET6, endpoint_.ip.c_str(), &v6->sin6_addr) == 1) {
+    v6->sin6_family = AF_INET6;
+    v6->sin6_port = htons(endpoint_.port);
+    len = sizeof(sockaddr_in6);
+  } else {
+    return false;
+  }
+  bev_ = bufferevent_socket_new(dispatcher_.base(), -1, BEV_OPT_CLOSE_ON_FREE);
+  bufferevent_setcb(bev_, &UpstreamConnection::onReadCb, nullptr, &UpstreamConnection::onEventCb, this);
+  bufferevent_enable(bev_, EV_READ | EV_WRITE);
+  connect_timer_ = dispatcher_.createTimer([this] { onConnectTimeout(); });
+  connect_timer_->enableTimer(std::chrono::milliseconds(connect_timeout_ms_));
+  // A refused loopback connect is reported by libevent through the event callback later, not
+  // here, so failures arrive from the loop as the contract requires.
+  if (bufferevent_socket_connect(bev_, reinterpret_cast<sockaddr*>(&ss), static_cast<int>(len)) != 0) return false;
+  int one = 1;
+  setsockopt(bufferevent_getfd(bev_), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  return true;
+}
+
+void UpstreamConnection::attach(UpstreamRequestImpl* request) {
+  request_ = request;
+  request->conn_ = this;
+  // The serializer knows the method only after encodeHeaders; HEAD is set then (see write()).
+  parser_.reset(false);
+}
+
+void UpstreamConnection::write(const std::string& data) {
+  if (closed_ || data.empty()) return;
+  // The response parser must know about HEAD before the response arrives: no body follows.
+  if (request_ != nullptr && request_->serializer_.headRequest() && !parser_.started()) parser_.reset(true);
+  bufferevent_write(bev_, data.data(), data.size());
+}
+
+void UpstreamConnection::abandon() {
+  request_ = nullptr;
+  close();  // mid-request: the connection state is unknown, never reuse it
+}
+
+void UpstreamConnection::onReadCb(bufferevent*, void* arg) { static_cast<UpstreamConnection*>(arg)->onReadable(); }
+void UpstreamConnection::onEventCb(bufferevent*, short what, void* arg) {
+  static_cast<UpstreamConnection*>(arg)->onEvent(what);
+}
+
+void UpstreamConnection::onReadable() {
+  evbuffer* in = bufferevent_get_input(bev_);
+  while (!closed_ && evbuffer_get_length(in) > 0) {
+    if (request_ == nullptr) {
+      // Bytes on an idle connection (or after a complete response): protocol violation by the
+      // upstream (codec_impl.cc:632-640); drop the connection.
+      close();
+      return;
+    }
+    evbuffer_iovec vec;
+    if (evbuffer_peek(in, -1, nullptr, &vec, 1) < 1) return;
+    size_t n = parser_.dispatch(static_cast<const char*>(vec.iov_base), vec.iov_len);
+    if (closed_) return;
+    evbuffer_drain(in, n);
+    if (parser_.error()) {
+      fail(UpstreamResetReason::ProtocolError, "protocol error");
+      return;
+    }
+    if (n == 0) return;
+  }
+}
+
+void UpstreamConnection::onEvent(short what) {
+  if (closed_) return;
+  if (what & BEV_EVENT_CONNECTED) {
+    connected_ = true;
+    connect_timer_->disableTimer();
+    if (request_ != nullptr) request_->cb_.onPoolReady(host_);
+    return;
+  }
+  if (!(what & (BEV_EVENT_EOF | BEV_EVENT_ERROR))) return;
+  if (!connected_) {
+    int err = 0;
+    socklen_t len = sizeof(err);
+    if (getsockopt(bufferevent_getfd(bev_), SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err == 0)
+      err = EVUTIL_SOCKET_ERROR();
+    if (err == 0) err = ECONNREFUSED;
+    pool_.countConnectFailure(false);
+    MOE_LOG(Debug, "upstream", "connect to %s failed: %s", host_.c_str(), strerror(err));
+    // Envoy's transport failure reason for a failed connect (connection_impl.cc).
+    fail(UpstreamResetReason::ConnectionFailure, "delayed connect error: " + std::to_string(err));
+    return;
+  }
+  if (request_ == nullptr) {
+    close();  // an idle keep-alive connection closed by the upstream
+    return;
+  }
+  // Bytes still buffered were already parsed by onReadable; EOF may complete a body delimited
+  // by connection close.
+  if (parser_.onEof()) return;
+  fail(UpstreamResetReason::ConnectionTermination, "connection termination");
+}
+
+void UpstreamConnection::onConnectTimeout() {
+  if (closed_ || connected_) return;
+  pool_.countConnectFailure(true);
+  fail(UpstreamResetReason::ConnectionFailure, "connect timeout");
+}
+
+void UpstreamConnection::onResponseHeaders(HeaderMapPtr headers, bool end_stream) {
+  if (request_ == nullptr) return;
+  if (!end_stream) {
+    request_->cb_.onUpstreamHeaders(std::move(headers), false);
+    return;
+  }
+  UpstreamCallbacks& cb = completeResponse();
+  cb.onUpstreamHeaders(std::move(headers), true);
+}
+
+void UpstreamConnection::onResponseData(Buffer& data, bool end_stream) {
+  if (request_ == nullptr) return;
+  if (!end_stream) {
+    request_->cb_.onUpstreamData(data, false);
+    return;
+  }
+  UpstreamCallbacks& cb = completeResponse();
+  cb.onUpstreamData(data, true);
+}
+
+void UpstreamConnection::onResponseTrailers(HeaderMapPtr trailers) {
+  if (request_ == nullptr) return;
+  UpstreamCallbacks& cb = completeResponse();
+  cb.onUpstreamTrailers(std::move(trailers));
+}
+
+UpstreamCallbacks& UpstreamConnection::completeResponse() {
+  UpstreamRequestImpl* r = request_;
+  request_ = nullptr;
+  r->conn_ = nullptr;
+  r->done_ = true;
+  // Reuse only after a clean exchange: the whole request was written and neither side asked
+  // to close (Envoy's ActiveClient::onResponseComplete / saw_close_header).
+  // Bytes after the response are caught by onReadable once the parser returns.
+  const bool reusable = r->serializer_.complete() && parser_.keepAlive();
+  if (reusable) {
+    pool_.onConnectionIdle(this);
+  } else {
+    close();
+  }
+  return r->cb_;
+}
+
+void UpstreamConnection::fail(UpstreamResetReason reason, const std::string& details) {
+  UpstreamRequestImpl* r = request_;
+  request_ = nullptr;
+  close();
+  if (r != nullptr) {
+    r->conn_ = nullptr;
+    r->done_ = true;
+    r->cb_.onUpstreamReset(reason, details);  // may delete r
+  }
+}
+
+void UpstreamConnection::close() {
+  if (closed_) return;
+  closed_ = true;
+  parser_.stop();
+  if (bev_ != nullptr) {
+    bufferevent_disable(bev_, EV_READ | EV_WRITE);
+    bufferevent_setcb(bev_, nullptr, nullptr, nullptr, nullptr);
+  }
+  if (connect_timer_) connect_timer_->disableTimer();
+  if (request_ != nullptr) {
+    request_->conn_ = nullptr;
+    request_ = nullptr;
+  }
+  pool_.onConnectionClosed(this);
+  dispatcher_.deferredDelete([this] { delete this; });
+}
+
+// ---- ConnPool ----
+
+ConnPool::ConnPool(Dispatcher& dispatcher, std::string cluster_name, uint64_t connect_timeout_ms)
+    : dispatcher_(dispatcher), cluster_name_(std::move(cluster_name)), connect_timeout_ms_(connect_timeout_ms) {}
+
+UpstreamRequestPtr ConnPool::newRequest(const Endpoint& endpoint, UpstreamCallbacks& cb) {
+  auto request = std::make_unique<UpstreamRequestImpl>(dispatcher_, cb);
+  auto it = idle_.find(endpoint.str());
+  if (it != idle_.end() && !it->second.empty()) {
+    // Most recently used first: the least likely to have been closed by the upstream.
+    UpstreamConnection* conn = it->second.back();
+    it->second.pop_back();
+    stats().counter("moe_host.upstream_cx_reuse").inc();
+    conn->attach(request.get());
+    // Ready "now", but reported from the loop: the caller has not seen the request pointer yet.
+    std::string host = conn->host();
+    request->postIfAlive([host](UpstreamRequestImpl& r) {
+      if (r.conn_ != nullptr && !r.done_) r.cb_.onPoolReady(host);
+    });
+    return request;
+  }
+  auto* conn = new UpstreamConnection(*this, dispatcher_, endpoint, connect_timeout_ms_);
+  all_.insert(conn);
+  stats().counter("moe_host.upstream_cx_total").inc();
+  stats().counter("cluster." + cluster_name_ + ".upstream_cx_total").inc();
+  conn->attach(request.get());
+  if (!conn->connect()) {
+    countConnectFailure(false);
+    int err = errno != 0 ? errno : ECONNREFUSED;
+    request->conn_ = nullptr;
+    conn->abandon();
+    request->postIfAlive([err](UpstreamRequestImpl& r) {
+      if (r.done_) return;
+      r.done_ = true;
+      r.cb_.onUpstreamReset(UpstreamResetReason::ConnectionFailure, "delayed connect error: " + std::to_string(err));
+    });
+  }
+  return request;
+}
+
+UpstreamRequestPtr ConnPool::failedRequest(UpstreamCallbacks& cb, UpstreamResetReason reason, std::string details) {
+  auto request = std::make_unique<UpstreamRequestImpl>(dispatcher_, cb);
+  request->postIfAlive([reason, details](UpstreamRequestImpl& r) {
+    if (r.done_) return;
+    r.done_ = true;
+    r.cb_.onUpstreamReset(reason, details);
+  });
+  return request;
+}
+
+void ConnPool::countConnectFailure(bool timeout) {
+  // Host-wide counters plus Envoy's per-cluster names (cluster.<name>.upstream_cx_connect_*).
+  stats().counter("moe_host.upstream_cx_connect_fail").inc();
+  stats().counter("cluster." + cluster_name_ + ".upstream_cx_connect_fail").inc();
+  if (timeout) {
+    stats().counter("moe_host.upstream_cx_connect_timeout").inc();
+    stats().counter("cluster." + cluster_name_ + ".upstream_cx_connect_timeout").inc();
+  }
+}
+
+void ConnPool::onConnectionIdle(UpstreamConnection* conn) { idle_[conn->host()].push_back(conn); }
+
+void ConnPool::onConnectionClosed(UpstreamConnection* conn) {
+  all_.erase(conn);
+  auto it = idle_.find(conn->host());
+  if (it != idle_.end()) it->second.remove(conn);
+}
+
+} // namespace moe

@@ -1,0 +1,120 @@
+// Per-worker, per-cluster HTTP/1.1 connection pool (Envoy: source/common/http/http1/conn_pool.cc
+// and source/common/conn_pool/conn_pool_base.cc, much reduced): one request per connection at a
+// time, idle keep-alive connections reused per endpoint, a connect timeout, and failures always
+// reported from the event loop, never inline from newRequest().
+#pragma once
+#include <cstdint>
+#include <list>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_set>
+
+#include "dispatcher.h"
+#include "http1_codec.h"
+#include "upstream.h"
+
+struct bufferevent;
+
+namespace moe {
+
+class ConnPool;
+class UpstreamConnection;
+
+// The caller's handle on one upstream request.
+class UpstreamRequestImpl : public UpstreamRequest {
+public:
+  UpstreamRequestImpl(Dispatcher& dispatcher, UpstreamCallbacks& cb);
+  ~UpstreamRequestImpl() override;
+
+  void encodeHeaders(const HeaderMap& headers, bool end_stream) override;
+  void encodeData(Buffer& data, bool end_stream) override;
+  void encodeTrailers(const HeaderMap& trailers) override;
+  void reset() override;
+
+  // Posts cb to the worker unless this request is gone by then.
+  void postIfAlive(std::function<void(UpstreamRequestImpl&)> fn);
+
+private:
+  friend class UpstreamConnection;
+  friend class ConnPool;
+  void detachConnection();
+
+  Dispatcher& dispatcher_;
+  UpstreamCallbacks& cb_;
+  UpstreamConnection* conn_ = nullptr;  // nullptr when not bound, finished, or failed
+  RequestSerializer serializer_;
+  bool done_ = false;                   // response complete, failed, or reset: no more callbacks
+  std::shared_ptr<bool> alive_;         // false after destruction; checked by posted callbacks
+};
+
+// One upstream TCP connection with its response parser.
+class UpstreamConnection : public ResponseParserCallbacks {
+public:
+  UpstreamConnection(ConnPool& pool, Dispatcher& dispatcher, const Endpoint& endpoint,
+                     uint64_t connect_timeout_ms);
+  // Starts the non-blocking connect; false when it failed immediately (the caller reports it).
+  bool connect();
+  void attach(UpstreamRequestImpl* request);
+  void write(const std::string& data);
+  // The request was reset or destroyed before its response completed.
+  void abandon();
+  const std::string& host() const { return host_; }
+  const Endpoint& endpoint() const { return endpoint_; }
+  bool closed() const { return closed_; }
+
+  // ResponseParserCallbacks
+  void onResponseHeaders(HeaderMapPtr headers, bool end_stream) override;
+  void onResponseData(Buffer& data, bool end_stream) override;
+  void onResponseTrailers(HeaderMapPtr trailers) override;
+
+private:
+  ~UpstreamConnection() override;
+  static void onReadCb(bufferevent*, void* arg);
+  static void onEventCb(bufferevent*, short what, void* arg);
+  void onReadable();
+  void onEvent(short what);
+  void onConnectTimeout();
+  // Detaches the request after its response completed; pools or closes the connection.
+  UpstreamCallbacks& completeResponse();
+  void fail(UpstreamResetReason reason, const std::string& details);
+  void close();
+
+  ConnPool& pool_;
+  Dispatcher& dispatcher_;
+  Endpoint endpoint_;
+  std::string host_;
+  uint64_t connect_timeout_ms_;
+  bufferevent* bev_ = nullptr;
+  TimerPtr connect_timer_;
+  ResponseParser parser_;
+  UpstreamRequestImpl* request_ = nullptr;
+  bool connected_ = false;
+  bool closed_ = false;
+};
+
+class ConnPool {
+public:
+  ConnPool(Dispatcher& dispatcher, std::string cluster_name, uint64_t connect_timeout_ms);
+
+  UpstreamRequestPtr newRequest(const Endpoint& endpoint, UpstreamCallbacks& cb);
+  // A request that fails from the event loop with reason/details (e.g. strict override host).
+  UpstreamRequestPtr failedRequest(UpstreamCallbacks& cb, UpstreamResetReason reason, std::string details);
+  // Round robin position for this worker (Envoy's round robin LB is per worker too).
+  uint64_t nextRoundRobin() { return rr_++; }
+
+private:
+  friend class UpstreamConnection;
+  void onConnectionIdle(UpstreamConnection* conn);
+  void onConnectionClosed(UpstreamConnection* conn);
+  void countConnectFailure(bool timeout);
+
+  Dispatcher& dispatcher_;
+  const std::string cluster_name_;
+  const uint64_t connect_timeout_ms_;
+  std::map<std::string, std::list<UpstreamConnection*>> idle_;  // endpoint str -> idle conns
+  std::unordered_set<UpstreamConnection*> all_;
+  uint64_t rr_ = 0;
+};
+
+} // namespace moe

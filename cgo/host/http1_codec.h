@@ -1,0 +1,197 @@
+// HTTP/1.1 codecs (Envoy: source/common/http/http1/codec_impl.cc), both on http_parser 2.9.4.
+//  - ServerConnection: one accepted downstream socket; parses requests, serialises responses,
+//    enforces Envoy's limits and error replies, and drives a ServerConnectionCallbacks
+//    (the connection manager) through RequestDecoder / ResponseEncoder.
+//  - ResponseParser / RequestSerializer: the upstream side's framing, used by conn_pool.cc,
+//    which owns the upstream socket.
+#pragma once
+#include <http_parser.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "buffer.h"
+#include "codec.h"
+#include "dispatcher.h"
+#include "header_map.h"
+
+struct bufferevent;
+
+namespace moe {
+
+class Server;
+class HttpConnectionManagerFactory;
+
+// Reason phrase for a status code ("OK", "Not Found"...; "Unknown" when not listed).
+const char* reasonPhrase(int status);
+
+// ---------------------------------------------------------------------------------------------
+// Server side
+// ---------------------------------------------------------------------------------------------
+class ServerConnection {
+public:
+  // Takes ownership of fd. on_closed runs once, when the connection closes (from the loop).
+  // The object deletes itself (deferred) after closing.
+  // read_limit_bytes: the listener's per_connection_buffer_limit_bytes; reading from the
+  // socket pauses while that much unparsed input is buffered.
+  static ServerConnection* create(Dispatcher& dispatcher, int fd, const ConnectionInfo& info,
+                                  HttpConnectionManagerFactory& factory, const Server& server,
+                                  uint32_t read_limit_bytes,
+                                  std::function<void(ServerConnection*)> on_closed);
+
+  // Server is draining: close now when idle, else close after the current response.
+  void onDrain();
+  // Immediate close (shutdown of the worker).
+  void closeNow();
+
+  class ActiveRequest;
+
+private:
+  ServerConnection(Dispatcher& dispatcher, int fd, const ConnectionInfo& info,
+                   HttpConnectionManagerFactory& factory, const Server& server,
+                   uint32_t read_limit_bytes, std::function<void(ServerConnection*)> on_closed);
+  ~ServerConnection();
+  friend class ActiveRequest;
+  friend struct ServerParserCallbacks;
+
+  // Socket events.
+  static void onReadCb(bufferevent*, void* arg);
+  static void onWriteCb(bufferevent*, void* arg);
+  static void onEventCb(bufferevent*, short what, void* arg);
+  void onReadable();
+  void dispatchInput();
+  void onRemoteClose();
+
+  // Parser events.
+  int onMessageBegin();
+  int onUrl(const char* at, size_t len);
+  int onHeaderField(const char* at, size_t len);
+  int onHeaderValue(const char* at, size_t len);
+  int onHeadersComplete();
+  int onBody(const char* at, size_t len);
+  int onMessageComplete();
+  bool commitHeader();
+  int failRequest(int status);
+  void flushBody(bool end_stream);
+
+  // Response side, called by ActiveRequest (the ResponseEncoder).
+  void write(std::string_view data);
+  void onResponseComplete();
+  void finishStream();
+  // Ends the codec's side of the current stream: inert encoder, deferred delete.
+  void detachStream();
+  void resetFromEncoder();
+  void readDisable(bool disable);
+  bool shouldCloseAfterResponse() const;
+
+  void sendErrorAndClose(int status);
+  void closeAfterFlush();
+  void closeConnection(bool reset_stream);
+
+  Dispatcher& dispatcher_;
+  bufferevent* bev_;
+  ConnectionInfo info_;
+  const Server& server_;
+  const uint32_t max_headers_bytes_;
+  std::function<void(ServerConnection*)> on_closed_;
+  std::unique_ptr<ServerConnectionCallbacks> callbacks_;
+
+  http_parser parser_;
+  // Parsing state of the current message.
+  std::string url_;
+  std::string field_, value_;
+  bool last_was_value_ = false;
+  HeaderMapPtr headers_;        // request headers being parsed (or trailers)
+  bool processing_trailers_ = false;
+  uint32_t header_count_ = 0;
+  int error_status_ = 0;        // set by a parser callback that rejects the request
+  Buffer body_;                 // body bytes parsed in the current dispatch, not yet delivered
+
+  std::unique_ptr<ActiveRequest> stream_;
+  uint64_t unclaimed_wire_bytes_ = 0;  // parsed before the current request's stream existed
+  bool dispatching_ = false;
+  bool stream_done_pending_ = false;  // response and request completed while dispatching
+  int read_disable_count_ = 0;
+  TimerPtr resume_timer_;             // re-dispatches buffered input after readDisable(false)
+  TimerPtr linger_timer_;             // bounds the wait for the peer's FIN after shutdown(WR)
+  bool close_after_flush_ = false;
+  bool write_shutdown_ = false;
+  bool closed_ = false;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Client side
+// ---------------------------------------------------------------------------------------------
+class ResponseParserCallbacks {
+public:
+  virtual ~ResponseParserCallbacks() = default;
+  virtual void onResponseHeaders(HeaderMapPtr headers, bool end_stream) = 0;
+  virtual void onResponseData(Buffer& data, bool end_stream) = 0;
+  virtual void onResponseTrailers(HeaderMapPtr trailers) = 0;
+};
+
+// Parses one response at a time. Envoy's ClientConnectionImpl equivalent without the socket.
+class ResponseParser {
+public:
+  explicit ResponseParser(ResponseParserCallbacks& cb);
+  // Prepares for the response to a new request.
+  void reset(bool head_request);
+  // Feeds bytes; returns how many were consumed. Parsing stops after a complete response
+  // (complete() then true), on error (error() true) or when stop() was called by a callback.
+  size_t dispatch(const char* data, size_t len);
+  // The upstream closed: ends a close-delimited body. Returns true when that completed the
+  // response.
+  bool onEof();
+  // Makes dispatch() return as soon as the current callback returns (the owner is closing).
+  void stop();
+  bool complete() const { return complete_; }
+  bool error() const { return error_; }
+  bool started() const { return started_; }
+  bool headersDone() const { return headers_done_; }
+  // At completion: the response allows keep-alive (no "connection: close", HTTP/1.1...).
+  bool keepAlive() const { return keep_alive_; }
+
+private:
+  friend struct ClientParserCallbacks;
+  bool commitHeader();
+  void flushBody(bool end_stream);
+
+  ResponseParserCallbacks& cb_;
+  http_parser parser_;
+  bool head_request_ = false;
+  bool started_ = false, headers_done_ = false, complete_ = false, error_ = false;
+  bool stopped_ = false, keep_alive_ = false, skipping_1xx_ = false, trailers_ = false;
+  bool last_was_value_ = false;
+  std::string field_, value_;
+  HeaderMapPtr headers_;
+  HeaderMapPtr pending_headers_;  // bodiless response: delivered with end_stream at completion
+  Buffer body_;
+};
+
+// Serialises one request (Envoy's RequestEncoderImpl framing rules).
+class RequestSerializer {
+public:
+  // Appends the request line and headers to out. Host comes from :authority.
+  void encodeHeaders(const HeaderMap& headers, bool end_stream, std::string& out);
+  void encodeData(const Buffer& data, bool end_stream, std::string& out);
+  void encodeTrailers(const HeaderMap& trailers, std::string& out);
+  bool complete() const { return complete_; }
+  bool headRequest() const { return head_; }
+
+private:
+  bool chunked_ = false;
+  bool complete_ = false;
+  bool head_ = false;
+};
+
+// Shared by both directions.
+void appendChunk(std::string& out, std::string_view data);
+void appendLastChunk(std::string& out, const HeaderMap* trailers);
+// Header value check done by Envoy's HeaderUtility (nghttp2 rules): no NUL, CR or LF.
+bool validHeaderValue(std::string_view v);
+// IMF-fixdate of now ("Mon, 30 Nov 2026 05:00:00 GMT"), the date header Envoy adds.
+std::string httpDate();
+
+} // namespace moe

@@ -1,0 +1,328 @@
+// moe-host entry point (Envoy: source/exe/main_common.cc, source/server/server.cc): Envoy's
+// command line, the compiled bootstrap, workers, admin, and graceful stop on SIGINT/SIGTERM.
+#include <event2/event.h>
+#include <event2/thread.h>
+#include <http_parser.h>
+#include <limits.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include "admin.h"
+#include "bootstrap.h"
+#include "cluster.h"
+#include "dispatcher_impl.h"
+#include "logger.h"
+#include "server.h"
+#include "stats.h"
+#include "worker.h"
+
+// Defined only in -fsanitize=address builds (LeakSanitizer); weak so other builds link.
+extern "C" void __lsan_do_leak_check(void) __attribute__((weak));
+
+namespace moe {
+namespace {
+
+[[noreturn]] void usageError(const std::string& msg) {
+  fprintf(stderr, "moe-host: %s\n", msg.c_str());
+  fprintf(stderr,
+          "usage: moe-host -c FILE [--concurrency N] [-l LEVEL] [--drain-time-s N] "
+          "[--base-id N] [--disable-hot-restart]\n");
+  exit(1);
+}
+
+bool parseUint(const std::string& s, uint64_t* out) {
+  if (s.empty()) return false;
+  char* end = nullptr;
+  errno = 0;
+  unsigned long long v = strtoull(s.c_str(), &end, 10);
+  if (errno != 0 || *end != '\0' || s[0] == '-') return false;
+  *out = v;
+  return true;
+}
+
+Options parseArgs(int argc, char** argv) {
+  Options o;
+  bool have_config = false;
+  for (int i = 1; i < argc; i++) {
+    std::string arg = argv[i];
+    std::string value;
+    bool has_inline_value = false;
+    if (arg.rfind("--", 0) == 0) {
+      size_t eq = arg.find('=');
+      if (eq != std::string::npos) {
+        value = arg.substr(eq + 1);
+        arg = arg.substr(0, eq);
+        has_inline_value = true;
+      }
+    }
+    auto next = [&]() -> std::string {
+      if (has_inline_value) return value;
+      if (i + 1 >= argc) usageError("missing value for " + arg);
+      return argv[++i];
+    };
+    if (arg == "-c" || arg == "--config-path") {
+      o.config_path = next();
+      have_config = true;
+    } else if (arg == "--concurrency") {
+      uint64_t n;
+      if (!parseUint(next(), &n) || n == 0 || n > 1024) usageError("invalid --concurrency");
+      o.concurrency = static_cast<uint32_t>(n);
+    } else if (arg == "-l" || arg == "--log-level") {
+      std::string level = next();
+      if (!parseLogLevel(level, &o.log_level)) usageError("invalid log level \"" + level + "\"");
+    } else if (arg == "--drain-time-s") {
+      uint64_t n;
+      if (!parseUint(next(), &n)) usageError("invalid --drain-time-s");
+      o.drain_time_ms = n * 1000;
+    } else if (arg == "--base-id") {
+      next();  // hot restart is not supported; accepted for command-line compatibility
+    } else if (arg == "--disable-hot-restart") {
+      if (has_inline_value) usageError("--disable-hot-restart takes no value");
+    } else {
+      usageError("unknown flag " + arg);
+    }
+  }
+  if (!have_config) usageError("-c/--config-path is required");
+  return o;
+}
+
+std::string readFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read " + path + ": " + strerror(errno));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+bool isExecutable(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(path.c_str(), X_OK) == 0;
+}
+
+// moectl next to this binary, then $MOE_MOECTL, then PATH (compiled-bootstrap.md).
+std::string findMoectl() {
+  char self[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n > 0) {
+    self[n] = '\0';
+    std::string dir(self);
+    dir = dir.substr(0, dir.rfind('/'));
+    if (isExecutable(dir + "/moectl")) return dir + "/moectl";
+  }
+  const char* env = getenv("MOE_MOECTL");
+  if (env != nullptr && *env != '\0') return env;
+  return "moectl";  // execvp searches PATH
+}
+
+// Runs `moectl compile -c path` and returns its stdout. Its stderr goes straight to ours, so
+// a rejected config explains itself.
+std::string compileWithMoectl(const std::string& path) {
+  std::string moectl = findMoectl();
+  int fds[2];
+  if (pipe(fds) != 0) throw std::runtime_error(std::string("pipe: ") + strerror(errno));
+  pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error(std::string("fork: ") + strerror(errno));
+  if (pid == 0) {
+    dup2(fds[1], STDOUT_FILENO);
+    close(fds[0]);
+    close(fds[1]);
+    const char* args[] = {moectl.c_str(), "compile", "-c", path.c_str(), nullptr};
+    execvp(args[0], const_cast<char* const*>(args));
+    fprintf(stderr, "moe-host: cannot run %s: %s\n", moectl.c_str(), strerror(errno));
+    _exit(127);
+  }
+  close(fds[1]);
+  std::string out;
+  char buf[65536];
+  for (;;) {
+    ssize_t r = read(fds[0], buf, sizeof(buf));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    out.append(buf, static_cast<size_t>(r));
+  }
+  close(fds[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    throw std::runtime_error(moectl + " compile -c " + path + " failed (exit status " +
+                             std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) + ")");
+  return out;
+}
+
+bool endsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+class ServerImpl : public Server {
+public:
+  explicit ServerImpl(Options options)
+      : options_(std::move(options)), main_(std::make_unique<DispatcherImpl>("main", 0)) {}
+
+  const Options& options() const override { return options_; }
+  ClusterManager& clusterManager() override { return *cluster_manager_; }
+  Dispatcher& mainDispatcher() override { return *main_; }
+  uint32_t concurrency() const override { return options_.concurrency; }
+  Dispatcher& worker(uint32_t id) override { return workers_.at(id)->dispatcher(); }
+  bool draining() const override { return draining_.load(); }
+
+  int run(const bootstrap::Bootstrap& config) {
+    // Workers exist (not running) before the factories, which may ask for their dispatchers.
+    for (uint32_t i = 0; i < options_.concurrency; i++) workers_.push_back(std::make_unique<Worker>(i, *this));
+    cluster_manager_ = std::make_unique<ClusterManagerImpl>(config.clusters);
+
+    for (auto& listener : config.listeners) {
+      factories_.push_back(createHttpConnectionManagerFactory(listener, *this));
+      uint16_t port = listener.address.port;
+      for (uint32_t i = 0; i < options_.concurrency; i++) {
+        uint16_t bound = 0;
+        // The first socket may pick the port (port 0); the others join it with SO_REUSEPORT.
+        int fd = bindListenSocket(listener.address.address, port, &bound);
+        port = bound;
+        workers_[i]->addListener(fd, *factories_.back(), listener.per_connection_buffer_limit_bytes);
+      }
+      MOE_LOG(Info, "main", "listener %s bound to %s:%u", listener.name.c_str(),
+              listener.address.address.c_str(), static_cast<unsigned>(port));
+    }
+
+    // http_parser's own header limit (HTTP_MAX_HEADER_SIZE, 80 KiB, counting the request line
+    // and CRLFs) is process-wide; keep it above every listener's max_request_headers_kb so the
+    // codec's Envoy-style count decides (431), not the parser.
+    uint32_t parser_limit = 80 * 1024;
+    for (auto& f : factories_) parser_limit = std::max(parser_limit, f->maxRequestHeadersBytes() * 2 + 8192);
+    http_parser_set_max_header_size(parser_limit);
+
+    if (config.admin.has_value()) {
+      AdminServer::Hooks hooks;
+      hooks.quit = [this] { beginShutdown(); };
+      hooks.draining = [this] { return draining(); };
+      hooks.concurrency = options_.concurrency;
+      admin_ = std::make_unique<AdminServer>(*main_, std::move(hooks));
+      uint16_t port = admin_->start(config.admin->address.address, config.admin->address.port);
+      MOE_LOG(Info, "main", "admin address: %s:%u", config.admin->address.address.c_str(), static_cast<unsigned>(port));
+    }
+
+    // libevent signal events: sigaction-based like Envoy's, and they leave Go's handlers for
+    // the synchronous signals (SIGSEGV...) alone.
+    sigint_ = evsignal_new(main_->base(), SIGINT, &ServerImpl::onSignal, this);
+    sigterm_ = evsignal_new(main_->base(), SIGTERM, &ServerImpl::onSignal, this);
+    event_add(sigint_, nullptr);
+    event_add(sigterm_, nullptr);
+
+    for (auto& w : workers_) w->start();
+    MOE_LOG(Info, "main", "starting main dispatch loop");
+    main_->run();
+
+    for (auto& w : workers_) w->stop();
+    for (auto& w : workers_) w->join();
+    MOE_LOG(Info, "main", "exiting");
+    return 0;
+  }
+
+private:
+  static void onSignal(evutil_socket_t sig, short, void* arg) {
+    auto* self = static_cast<ServerImpl*>(arg);
+    MOE_LOG(Warn, "main", "caught %s", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    self->beginShutdown();
+  }
+
+  // Graceful stop: stop accepting, let connections finish their current request with
+  // "connection: close", and stop once no stream is left or drain time is over.
+  void beginShutdown() {
+    if (draining_.exchange(true)) {
+      finishShutdown();  // a second signal: stop now
+      return;
+    }
+    MOE_LOG(Info, "main", "shutting down: draining for at most %llu ms",
+            static_cast<unsigned long long>(options_.drain_time_ms));
+    for (auto& w : workers_) {
+      w->stopListening();
+      w->drainConnections();
+    }
+    drain_deadline_ = std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.drain_time_ms);
+    drain_timer_ = main_->createTimer([this] { checkDrained(); });
+    drain_timer_->enableTimer(std::chrono::milliseconds(10));
+  }
+
+  void checkDrained() {
+    const bool idle = activeDownstreamStreams() == 0 && stats().gauge("moe_host.downstream_cx_active").get() <= 0;
+    if (idle || std::chrono::steady_clock::now() >= drain_deadline_) {
+      if (!idle) MOE_LOG(Warn, "main", "drain time elapsed with %lld active streams",
+                         static_cast<long long>(activeDownstreamStreams()));
+      finishShutdown();
+      return;
+    }
+    drain_timer_->enableTimer(std::chrono::milliseconds(20));
+  }
+
+  void finishShutdown() {
+    if (drain_timer_) drain_timer_->disableTimer();
+    for (auto& w : workers_) w->stop();
+    main_->exit();
+  }
+
+  Options options_;
+  std::unique_ptr<DispatcherImpl> main_;
+  std::vector<std::unique_ptr<Worker>> workers_;
+  std::unique_ptr<ClusterManagerImpl> cluster_manager_;
+  std::vector<std::unique_ptr<HttpConnectionManagerFactory>> factories_;
+  std::unique_ptr<AdminServer> admin_;
+  std::atomic<bool> draining_{false};
+  event* sigint_ = nullptr;
+  event* sigterm_ = nullptr;
+  TimerPtr drain_timer_;
+  std::chrono::steady_clock::time_point drain_deadline_;
+};
+
+} // namespace
+} // namespace moe
+
+int main(int argc, char** argv) {
+  using namespace moe;
+  Options options = parseArgs(argc, argv);
+  // Before anything else: the Go library reads the level when it is loaded.
+  g_log_level.store(options.log_level);
+  signal(SIGPIPE, SIG_IGN);
+  evthread_use_pthreads();
+
+  bootstrap::Bootstrap config;
+  try {
+    std::string text = endsWith(options.config_path, ".json") ? readFile(options.config_path)
+                                                               : compileWithMoectl(options.config_path);
+    config = bootstrap::parseJson(text);
+  } catch (const std::exception& e) {
+    MOE_LOG(Critical, "main", "error initializing configuration '%s': %s", options.config_path.c_str(), e.what());
+    fflush(stderr);
+    _exit(1);
+  }
+
+  // Leaked on purpose, like everything the Go runtime may still reach while the process ends.
+  auto* server = new ServerImpl(options);
+  int rc;
+  try {
+    rc = server->run(config);
+  } catch (const std::exception& e) {
+    MOE_LOG(Critical, "main", "error initializing server: %s", e.what());
+    fflush(stderr);
+    _exit(1);
+  }
+  fflush(stdout);
+  fflush(stderr);
+  // _exit skips the leak check LeakSanitizer runs from atexit; MOE_LSAN_AT_EXIT=1 runs it here
+  // (opt-in: C objects that only Go memory still references look leaked to LSan).
+  if (__lsan_do_leak_check != nullptr && getenv("MOE_LSAN_AT_EXIT") != nullptr) __lsan_do_leak_check();
+  // _exit: Go threads live in this process; running C++ static destructors under them is unsafe.
+  _exit(rc);
+}

@@ -1,0 +1,573 @@
+// Package conformance is the moe-host conformance suite: it runs the real moe-host binary with
+// bootstrap YAMLs rendered from testdata/*.yaml.tmpl, loads out/libconformance.so (the plugins in
+// ./plugins), and checks over real HTTP that the host behaves like Envoy's golang filter.
+//
+// Nothing is built here. The Makefile builds out/moe-host, out/moectl and out/libconformance.so.
+//
+//	MOE_OUT           directory with the binaries (default <repo>/out)
+//	MOE_HOST_BIN      host binary (default $MOE_OUT/moe-host; the sanitizer run uses moe-host-asan)
+//	MOE_REQUIRE_HOST  1: missing binaries fail the tests instead of skipping them
+package conformance
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"text/template"
+	"time"
+)
+
+type binaries struct {
+	out, host, moectl, lib string
+}
+
+func repoRoot() string {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "."
+	}
+	for i := 0; i < 10; i++ {
+		if data, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && bytes.Contains(data, []byte("module github.com/moeproxy/moe")) {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			break
+		}
+		dir = parent
+	}
+	return "."
+}
+
+// findBinaries locates the host, moectl and the plugin library, skipping (or failing when
+// MOE_REQUIRE_HOST=1) when one is missing.
+func findBinaries(t testing.TB) binaries {
+	t.Helper()
+	out := os.Getenv("MOE_OUT")
+	if out == "" {
+		out = filepath.Join(repoRoot(), "out")
+	}
+	out, _ = filepath.Abs(out)
+	b := binaries{
+		out:    out,
+		host:   os.Getenv("MOE_HOST_BIN"),
+		moectl: filepath.Join(out, "moectl"),
+		lib:    filepath.Join(out, "libconformance.so"),
+	}
+	if b.host == "" {
+		b.host = filepath.Join(out, "moe-host")
+	}
+	b.host, _ = filepath.Abs(b.host)
+	var missing []string
+	for _, p := range []string{b.host, b.moectl, b.lib} {
+		if st, err := os.Stat(p); err != nil || st.IsDir() {
+			missing = append(missing, p)
+		}
+	}
+	if len(missing) > 0 {
+		msg := fmt.Sprintf("conformance: missing %s (build them with make: out/moe-host, out/moectl, out/libconformance.so)", strings.Join(missing, ", "))
+		if os.Getenv("MOE_REQUIRE_HOST") == "1" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return b
+}
+
+func freePort(t testing.TB) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("free port: %v", err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// lockedBuffer collects the host's output.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.buf.Len() > 64<<20 { // bound memory; keep the head, which has the startup errors
+		return len(p), nil
+	}
+	return l.buf.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// hostProc is one running moe-host.
+type hostProc struct {
+	t       testing.TB
+	bins    binaries
+	cmd     *exec.Cmd
+	output  *lockedBuffer
+	admin   int
+	ports   map[string]int
+	exited  chan struct{}
+	waitErr error
+	client  *http.Client
+	stopped bool
+	yaml    string
+}
+
+// hostSpec describes a host to start: template name (testdata/<tmpl>.yaml.tmpl), listener names
+// that need ports, and extra template data.
+type hostSpec struct {
+	tmpl      string
+	listeners []string
+	data      map[string]any
+}
+
+var sanitizerMarkers = []string{"AddressSanitizer", "LeakSanitizer", "runtime error", "ThreadSanitizer", "UndefinedBehaviorSanitizer"}
+
+func startHost(t testing.TB, spec hostSpec) *hostProc {
+	t.Helper()
+	b := findBinaries(t)
+	h := &hostProc{t: t, bins: b, output: &lockedBuffer{}, ports: map[string]int{}, exited: make(chan struct{})}
+	h.admin = freePort(t)
+	for _, l := range spec.listeners {
+		h.ports[l] = freePort(t)
+	}
+	data := map[string]any{"Lib": b.lib, "AdminPort": h.admin, "Ports": h.ports}
+	for k, v := range spec.data {
+		data[k] = v
+	}
+	tmplPath := filepath.Join("testdata", spec.tmpl+".yaml.tmpl")
+	tmpl, err := template.New(filepath.Base(tmplPath)).Option("missingkey=error").ParseFiles(tmplPath)
+	if err != nil {
+		t.Fatalf("template %s: %v", tmplPath, err)
+	}
+	var rendered bytes.Buffer
+	if err := tmpl.Execute(&rendered, data); err != nil {
+		t.Fatalf("render %s: %v", tmplPath, err)
+	}
+	h.yaml = rendered.String()
+	cfg := filepath.Join(t.TempDir(), spec.tmpl+".yaml")
+	if err := os.WriteFile(cfg, rendered.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Logf("starting %s -c %s --concurrency 2 -l info", b.host, cfg)
+	h.cmd = exec.Command(b.host, "-c", cfg, "--concurrency", "2", "-l", "info")
+	h.cmd.Env = append(os.Environ(), "MOE_MOECTL="+b.moectl)
+	h.cmd.Stdout = h.output
+	h.cmd.Stderr = h.output
+	if err := h.cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", b.host, err)
+	}
+	go func() {
+		h.waitErr = h.cmd.Wait()
+		close(h.exited)
+	}()
+	h.client = &http.Client{
+		Timeout: 15 * time.Second,
+		Transport: &http.Transport{
+			MaxIdleConns:        256,
+			MaxIdleConnsPerHost: 256,
+			IdleConnTimeout:     30 * time.Second,
+			DisableCompression:  true,
+		},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	t.Cleanup(func() { h.stop() })
+
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		select {
+		case <-h.exited:
+			h.stopped = true // reported here, not again in stop()
+			t.Fatalf("moe-host exited during startup (%v); config:\n%s\noutput:\n%s", h.waitErr, h.yaml, tail(h.output.String(), 6000))
+		default:
+		}
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/ready", h.admin))
+		if err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("moe-host not ready on admin /ready after 30s; output:\n%s", tail(h.output.String(), 6000))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// the listeners must accept too
+	for name, p := range h.ports {
+		if !waitDial(p, 10*time.Second) {
+			t.Fatalf("listener %s on port %d not accepting; output:\n%s", name, p, tail(h.output.String(), 4000))
+		}
+	}
+	return h
+}
+
+func waitDial(port int, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second)
+		if err == nil {
+			c.Close()
+			return true
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return false
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "...\n" + s[len(s)-n:]
+}
+
+// stop sends SIGTERM, requires exit code 0 within the bound, and scans the output for sanitizer
+// reports. Runs once (also from t.Cleanup).
+func (h *hostProc) stop() {
+	if h.stopped {
+		return
+	}
+	h.stopped = true
+	h.client.CloseIdleConnections()
+	select {
+	case <-h.exited:
+		h.t.Errorf("moe-host exited before the end of the test: %v\noutput:\n%s", h.waitErr, tail(h.output.String(), 8000))
+		return
+	default:
+	}
+	_ = h.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-h.exited:
+	case <-time.After(20 * time.Second):
+		_ = h.cmd.Process.Kill()
+		<-h.exited
+		h.t.Errorf("moe-host did not exit within 20s of SIGTERM\noutput:\n%s", tail(h.output.String(), 8000))
+		return
+	}
+	if h.waitErr != nil {
+		h.t.Errorf("moe-host exit after SIGTERM: %v (want exit code 0)\noutput:\n%s", h.waitErr, tail(h.output.String(), 8000))
+	}
+	h.checkSanitizers()
+}
+
+func (h *hostProc) checkSanitizers() {
+	out := h.output.String()
+	for _, m := range sanitizerMarkers {
+		if i := strings.Index(out, m); i >= 0 {
+			start := i - 2000
+			if start < 0 {
+				start = 0
+			}
+			end := i + 6000
+			if end > len(out) {
+				end = len(out)
+			}
+			h.t.Errorf("moe-host output contains %q:\n%s", m, out[start:end])
+			return
+		}
+	}
+}
+
+// alive fails the test if the host has exited.
+func (h *hostProc) alive(t testing.TB) {
+	t.Helper()
+	select {
+	case <-h.exited:
+		t.Fatalf("moe-host has exited: %v\noutput:\n%s", h.waitErr, tail(h.output.String(), 8000))
+	default:
+	}
+}
+
+func (h *hostProc) addr(listener string) string {
+	p, ok := h.ports[listener]
+	if !ok {
+		h.t.Fatalf("no listener %q", listener)
+	}
+	return fmt.Sprintf("127.0.0.1:%d", p)
+}
+
+func (h *hostProc) url(listener, path string) string {
+	return "http://" + h.addr(listener) + path
+}
+
+// req describes one HTTP request through the host.
+type req struct {
+	listener string
+	method   string
+	path     string
+	host     string // default test.com
+	headers  map[string]string
+	body     string
+	trailers map[string]string // sends a chunked body with trailers
+}
+
+type resp struct {
+	status   int
+	header   http.Header
+	body     string
+	trailer  http.Header
+	err      error
+	duration time.Duration
+}
+
+func (r *resp) get(k string) string { return r.header.Get(k) }
+
+func (h *hostProc) do(t testing.TB, r req) *resp {
+	t.Helper()
+	return h.doWith(t, h.client, r)
+}
+
+func (h *hostProc) doWith(t testing.TB, c *http.Client, r req) *resp {
+	t.Helper()
+	method := r.method
+	if method == "" {
+		method = "GET"
+	}
+	chunked := r.trailers != nil || strings.EqualFold(r.headers["transfer-encoding"], "chunked")
+	var body io.Reader
+	if r.body != "" || chunked {
+		body = strings.NewReader(r.body)
+		if chunked {
+			body = io.MultiReader(strings.NewReader(r.body)) // hides the length: chunked
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	hr, err := http.NewRequestWithContext(ctx, method, h.url(r.listener, r.path), body)
+	if err != nil {
+		t.Fatalf("request: %v", err)
+	}
+	hr.Host = r.host
+	if hr.Host == "" {
+		hr.Host = "test.com"
+	}
+	for k, v := range r.headers {
+		if strings.EqualFold(k, "transfer-encoding") {
+			continue
+		}
+		hr.Header.Set(k, v)
+	}
+	if chunked {
+		hr.ContentLength = -1
+		hr.TransferEncoding = []string{"chunked"}
+	}
+	if r.trailers != nil {
+		hr.Trailer = http.Header{}
+		for k, v := range r.trailers {
+			hr.Trailer.Set(k, v)
+		}
+	}
+	start := time.Now()
+	res, err := c.Do(hr)
+	out := &resp{err: err}
+	if err != nil {
+		out.duration = time.Since(start)
+		return out
+	}
+	defer res.Body.Close()
+	data, err := io.ReadAll(res.Body)
+	out.status, out.header, out.body, out.trailer, out.err = res.StatusCode, res.Header, string(data), res.Trailer, err
+	out.duration = time.Since(start)
+	return out
+}
+
+// must does the request and fails on a transport error.
+func (h *hostProc) must(t testing.TB, r req) *resp {
+	t.Helper()
+	out := h.do(t, r)
+	if out.err != nil {
+		h.alive(t)
+		t.Fatalf("%s %s via %s: %v", r.method, r.path, r.listener, out.err)
+	}
+	return out
+}
+
+// stats returns the admin /stats counters and gauges as name -> value.
+func (h *hostProc) stats(t testing.TB) map[string]int64 {
+	t.Helper()
+	res, err := h.client.Get(fmt.Sprintf("http://127.0.0.1:%d/stats", h.admin))
+	if err != nil {
+		t.Fatalf("admin /stats: %v", err)
+	}
+	defer res.Body.Close()
+	data, _ := io.ReadAll(res.Body)
+	if res.StatusCode != 200 {
+		t.Fatalf("admin /stats: status %d: %s", res.StatusCode, data)
+	}
+	m := map[string]int64{}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ": ")
+		if !ok {
+			continue
+		}
+		if n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil {
+			m[strings.TrimSpace(k)] = n
+		}
+	}
+	return m
+}
+
+// adminGet returns the body of an admin endpoint (200 required).
+func (h *hostProc) adminGet(t testing.TB, path string) string {
+	t.Helper()
+	res, err := h.client.Get(fmt.Sprintf("http://127.0.0.1:%d%s", h.admin, path))
+	if err != nil {
+		t.Fatalf("admin %s: %v", path, err)
+	}
+	defer res.Body.Close()
+	data, _ := io.ReadAll(res.Body)
+	if res.StatusCode != 200 {
+		t.Fatalf("admin %s: status %d", path, res.StatusCode)
+	}
+	return string(data)
+}
+
+func (h *hostProc) ready(t testing.TB) int {
+	t.Helper()
+	res, err := h.client.Get(fmt.Sprintf("http://127.0.0.1:%d/ready", h.admin))
+	if err != nil {
+		t.Fatalf("admin /ready: %v", err)
+	}
+	io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	return res.StatusCode
+}
+
+// events fetches what the plugins recorded for an x-test-id (through the "main" listener).
+func (h *hostProc) events(t testing.TB, id string) []string {
+	t.Helper()
+	r := h.must(t, req{listener: "main", path: "/query", headers: map[string]string{"x-test-query": id}})
+	if r.status != 200 || r.get("x-query") != id {
+		t.Fatalf("event query %s: status %d header %q body %q", id, r.status, r.get("x-query"), r.body)
+	}
+	if r.body == "" {
+		return nil
+	}
+	return strings.Split(r.body, "\n")
+}
+
+// waitEvents polls the events of id until cond holds (bounded).
+func (h *hostProc) waitEvents(t testing.TB, id string, d time.Duration, cond func([]string) bool) []string {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		ev := h.events(t, id)
+		if cond(ev) {
+			return ev
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("events of %s: condition not met within %v; have:\n%s", id, d, strings.Join(ev, "\n"))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func hasEvent(ev []string, prefix string) bool {
+	for _, e := range ev {
+		if strings.HasPrefix(e, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+func countEvents(ev []string, prefix string) int {
+	n := 0
+	for _, e := range ev {
+		if strings.HasPrefix(e, prefix) {
+			n++
+		}
+	}
+	return n
+}
+
+func eventIndex(ev []string, prefix string) int {
+	for i, e := range ev {
+		if strings.HasPrefix(e, prefix) {
+			return i
+		}
+	}
+	return -1
+}
+
+// rawConn is a client connection with byte-level control.
+type rawConn struct {
+	t testing.TB
+	c net.Conn
+	r *bufio.Reader
+}
+
+func (h *hostProc) dial(t testing.TB, listener string) *rawConn {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", h.addr(listener), 5*time.Second)
+	if err != nil {
+		t.Fatalf("dial %s: %v", listener, err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return &rawConn{t: t, c: c, r: bufio.NewReader(c)}
+}
+
+func (rc *rawConn) write(s string) {
+	rc.t.Helper()
+	rc.c.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.WriteString(rc.c, s); err != nil {
+		rc.t.Fatalf("raw write: %v", err)
+	}
+}
+
+// chunk writes one HTTP/1.1 chunk.
+func (rc *rawConn) chunk(s string) {
+	rc.t.Helper()
+	rc.write(fmt.Sprintf("%x\r\n%s\r\n", len(s), s))
+}
+
+func (rc *rawConn) readResponse(method string) (*http.Response, string, error) {
+	rc.c.SetReadDeadline(time.Now().Add(15 * time.Second))
+	res, err := http.ReadResponse(rc.r, &http.Request{Method: method})
+	if err != nil {
+		return nil, "", err
+	}
+	defer res.Body.Close()
+	data, err := io.ReadAll(res.Body)
+	return res, string(data), err
+}
+
+// closedByPeer reports whether the server closed the connection (EOF) within d.
+func (rc *rawConn) closedByPeer(d time.Duration) bool {
+	rc.c.SetReadDeadline(time.Now().Add(d))
+	buf := make([]byte, 1)
+	_, err := rc.r.Read(buf)
+	if err == nil {
+		return false
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return false
+	}
+	return true
+}

@@ -1,0 +1,373 @@
+#include "conn_manager.h"
+
+#include <atomic>
+#include <cstdio>
+#include <ctime>
+#include <random>
+
+#include "logger.h"
+#include "router.h"
+
+namespace moe {
+namespace {
+
+std::atomic<int64_t> g_active_streams{0};
+std::atomic<uint64_t> g_next_stream_id{1};
+
+// Envoy's Random::uuid(): version 4, RFC 4122 variant.
+std::string uuid4() {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  uint64_t a = rng(), b = rng();
+  unsigned char bytes[16];
+  for (int i = 0; i < 8; i++) {
+    bytes[i] = static_cast<unsigned char>(a >> (8 * i));
+    bytes[8 + i] = static_cast<unsigned char>(b >> (8 * i));
+  }
+  bytes[6] = static_cast<unsigned char>((bytes[6] & 0x0f) | 0x40);
+  bytes[8] = static_cast<unsigned char>((bytes[8] & 0x3f) | 0x80);
+  char out[37];
+  snprintf(out, sizeof(out),
+           "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", bytes[0],
+           bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7], bytes[8],
+           bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]);
+  return out;
+}
+
+// RFC 7231 IMF-fixdate, as Envoy's date provider writes it.
+std::string httpDate() {
+  time_t now = time(nullptr);
+  struct tm tmv;
+  gmtime_r(&now, &tmv);
+  char buf[64];
+  strftime(buf, sizeof(buf), "%a, %d %b %Y %H:%M:%S GMT", &tmv);
+  return buf;
+}
+
+// config.cc:37-47: the golang filter takes its worker id from the dispatcher name "worker_N".
+uint32_t workerIdFromName(const std::string& name, uint32_t fallback) {
+  auto pos = name.find('_');
+  if (pos == std::string::npos) return fallback;
+  try {
+    return static_cast<uint32_t>(std::stoul(name.substr(pos + 1)));
+  } catch (...) {
+    return fallback;
+  }
+}
+
+} // namespace
+
+int64_t activeDownstreamStreams() { return g_active_streams.load(); }
+
+std::unique_ptr<HttpConnectionManagerFactory>
+createHttpConnectionManagerFactory(const bootstrap::Listener& config, Server& server) {
+  return std::make_unique<HttpConnectionManagerFactoryImpl>(config, server);
+}
+
+ConnectionManagerStats::ConnectionManagerStats(const std::string& prefix)
+    : downstream_rq_total(moe::stats().counter(prefix + "downstream_rq_total")),
+      downstream_rq_active(moe::stats().gauge(prefix + "downstream_rq_active")),
+      downstream_cx_destroy_remote_active_rq(
+          moe::stats().counter(prefix + "downstream_cx_destroy_remote_active_rq")),
+      downstream_rq_response_before_rq_complete(
+          moe::stats().counter(prefix + "downstream_rq_response_before_rq_complete")) {
+  for (int i = 0; i < 5; i++) {
+    downstream_rq_xx[i] = &moe::stats().counter(prefix + "downstream_rq_" + std::to_string(i + 1) + "xx");
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Factory: runs on the main thread at startup.
+// ---------------------------------------------------------------------------------------------
+
+HttpConnectionManagerFactoryImpl::HttpConnectionManagerFactoryImpl(const bootstrap::Listener& config,
+                                                                   Server& server)
+    : config_(config), server_(server),
+      stats_("http." + config.hcm.stat_prefix + ".") {
+  route_table_ = std::make_unique<RouteTable>(config_.hcm.route_config);
+  // Envoy's filter stat prefix is the HCM's "http.<stat_prefix>." (config.cc:33 adds "golang.").
+  const std::string filter_stats_prefix = "http." + config_.hcm.stat_prefix + ".";
+  for (auto& hf : config_.hcm.http_filters) {
+    FilterFactory ff{hf.type, nullptr};
+    if (hf.type == bootstrap::HttpFilter::Type::Golang) {
+      ff.golang = std::make_shared<golang::FilterConfig>(hf, filter_stats_prefix, server.concurrency());
+      // Throws (host exits 1) when Go rejects the config, as Envoy rejects it.
+      ff.golang->newGoPluginConfig();
+      golang::RoutePluginConfigs::preload(config_.hcm.route_config, hf.name);
+    }
+    filters_.push_back(std::move(ff));
+  }
+}
+
+std::unique_ptr<ServerConnectionCallbacks>
+HttpConnectionManagerFactoryImpl::createConnectionManager(Dispatcher& worker,
+                                                          const ConnectionInfo& conn) {
+  return std::make_unique<ConnectionManager>(*this, worker, conn);
+}
+
+void HttpConnectionManagerFactoryImpl::createFilterChain(FilterManager& fm, uint32_t worker_id) const {
+  for (auto& ff : filters_) {
+    if (ff.type == bootstrap::HttpFilter::Type::Golang) {
+      // Added as a stream filter and as an access-log handler (config.cc:48-50).
+      auto f = std::make_shared<golang::Filter>(ff.golang, worker_id);
+      fm.addStreamFilter(f);
+      fm.addAccessLogHandler(f);
+    } else {
+      fm.addStreamDecoderFilter(std::make_shared<RouterFilter>(server_.clusterManager()));
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// ConnectionManager: one per downstream connection, on its worker thread.
+// ---------------------------------------------------------------------------------------------
+
+ConnectionManager::ConnectionManager(HttpConnectionManagerFactoryImpl& factory, Dispatcher& worker,
+                                     const ConnectionInfo& conn)
+    : factory_(factory), worker_(worker),
+      worker_id_(workerIdFromName(worker.name(), worker.workerId())), conn_(conn) {}
+
+ConnectionManager::~ConnectionManager() {
+  // A stream still active when the connection object goes is reset now.
+  onConnectionClose();
+}
+
+RequestDecoder& ConnectionManager::newStream(ResponseEncoder& encoder) {
+  streams_.push_back(std::make_unique<ActiveStream>(*this, encoder, g_next_stream_id.fetch_add(1)));
+  return *streams_.back();
+}
+
+void ConnectionManager::onConnectionClose() {
+  // Streams still open are reset by the codec (onResetStream) before this call; be defensive.
+  std::vector<ActiveStream*> open;
+  for (auto& s : streams_) {
+    if (!s->ended()) open.push_back(s.get());
+  }
+  for (auto* s : open) s->onResetStream(StreamResetReason::ConnectionTermination);
+}
+
+void ConnectionManager::removeStream(ActiveStream* stream) {
+  for (auto it = streams_.begin(); it != streams_.end(); ++it) {
+    if (it->get() == stream) {
+      ActiveStream* raw = it->release();
+      streams_.erase(it);
+      // Deleted after the current event: we are inside its call stack.
+      worker_.deferredDelete([raw] { delete raw; });
+      return;
+    }
+  }
+}
+
+void ConnectionManager::onRemoteCloseWithActiveStream() {
+  if (counted_remote_close_) return;
+  counted_remote_close_ = true;
+  factory_.stats().downstream_cx_destroy_remote_active_rq.inc();
+}
+
+// ---------------------------------------------------------------------------------------------
+// ActiveStream
+// ---------------------------------------------------------------------------------------------
+
+ActiveStream::ActiveStream(ConnectionManager& parent, ResponseEncoder& encoder, uint64_t id)
+    : parent_(parent), encoder_(&encoder),
+      filter_manager_(*this, parent.dispatcher(), info_,
+                      parent.factory().config().per_connection_buffer_limit_bytes, id) {
+  info_.downstream = encoder.connectionInfo();
+  info_.protocol = encoder.protocol();
+  g_active_streams.fetch_add(1);
+  parent_.factory().stats().downstream_rq_total.inc();
+  parent_.factory().stats().downstream_rq_active.add(1);
+  parent_.factory().createFilterChain(filter_manager_, parent_.workerId());
+  const auto& hcm = parent_.factory().config().hcm;
+  filter_manager_.setFlushAccessLogOnNewRequest(hcm.flush_access_log_on_new_request);
+  if (hcm.stream_idle_timeout_ms > 0) {
+    idle_timer_ = parent_.dispatcher().createTimer([this] { onIdleTimeout(); });
+    resetIdleTimer();
+  }
+  if (hcm.request_timeout_ms > 0) {
+    request_timer_ = parent_.dispatcher().createTimer([this] { onRequestTimeout(); });
+    request_timer_->enableTimer(std::chrono::milliseconds(hcm.request_timeout_ms));
+  }
+  if (hcm.access_log_flush_interval_ms > 0) {
+    // conn_manager_impl.cc:999-1017: periodic log until the stream completes (StreamInfo's
+    // requestComplete is set at the stream's end).
+    auto interval = std::chrono::milliseconds(hcm.access_log_flush_interval_ms);
+    access_log_flush_timer_ = parent_.dispatcher().createTimer([this, interval] {
+      if (ended_) return;
+      filter_manager_.log(AccessLogType::DownstreamPeriodic);
+      access_log_flush_timer_->enableTimer(interval);
+    });
+    access_log_flush_timer_->enableTimer(interval);
+  }
+}
+
+ActiveStream::~ActiveStream() {
+  // Normally ended already; a stream torn down with its connection ends here.
+  if (!ended_) {
+    filter_manager_.onDownstreamReset();
+    encoder_ = nullptr;
+    ended_ = true;
+    parent_.factory().stats().downstream_rq_active.sub(1);
+    g_active_streams.fetch_sub(1);
+    filter_manager_.onStreamComplete();
+    filter_manager_.log(AccessLogType::DownstreamEnd);
+    filter_manager_.destroyFilters();
+  }
+}
+
+// conn_manager_impl.cc decodeHeaders + ConnectionManagerUtility::mutateRequestHeaders (the
+// defaults: no trusted hops, so x-forwarded-proto is overwritten; x-request-id generated when
+// absent).
+void ActiveStream::decodeHeaders(HeaderMapPtr headers, bool end_stream) {
+  if (const std::string* id = headers->get("x-request-id"); id == nullptr || id->empty()) {
+    headers->setOnly("x-request-id", uuid4());
+  }
+  info_.request_id = *headers->get("x-request-id");
+  headers->setOnly("x-forwarded-proto", "http");
+  // Hop-by-hop headers never reach the filters (conn_manager_utility.cc:132-145); upgrades are
+  // not supported by the host, so connection/upgrade always go.
+  headers->remove("connection");
+  headers->remove("upgrade");
+  headers->remove("keep-alive");
+  headers->remove("proxy-connection");
+  headers->remove("transfer-encoding");
+  if (encoder_) info_.request_wire_bytes = encoder_->requestWireBytes();
+  resetIdleTimer();
+  filter_manager_.decodeHeaders(std::move(headers), end_stream);
+  maybeDisarmRequestTimer();
+}
+
+void ActiveStream::decodeData(Buffer& data, bool end_stream) {
+  if (ended_) return;
+  resetIdleTimer();
+  filter_manager_.decodeData(data, end_stream);
+  maybeDisarmRequestTimer();
+}
+
+void ActiveStream::decodeTrailers(HeaderMapPtr trailers) {
+  if (ended_) return;
+  resetIdleTimer();
+  filter_manager_.decodeTrailers(std::move(trailers));
+  maybeDisarmRequestTimer();
+}
+
+void ActiveStream::resetIdleTimer() {
+  if (idle_timer_ && !ended_) {
+    idle_timer_->enableTimer(std::chrono::milliseconds(parent_.factory().config().hcm.stream_idle_timeout_ms));
+  }
+}
+
+void ActiveStream::maybeDisarmRequestTimer() {
+  if (request_timer_ && !ended_ && filter_manager_.remoteDecodeComplete()) request_timer_->disableTimer();
+}
+
+// conn_manager_impl.cc onIdleTimeout: 408 "stream timeout" before the response started, else
+// a reset.
+void ActiveStream::onIdleTimeout() {
+  if (ended_) return;
+  if (filter_manager_.responseHeadersEncoded()) {
+    resetDownstream();
+    return;
+  }
+  filter_manager_.sendLocalReply(408, "stream timeout", nullptr, "stream_idle_timeout");
+}
+
+// conn_manager_impl.cc onRequestTimeout: 408 "request timeout".
+void ActiveStream::onRequestTimeout() {
+  if (ended_) return;
+  if (filter_manager_.responseHeadersEncoded()) {
+    resetDownstream();
+    return;
+  }
+  filter_manager_.sendLocalReply(408, "request timeout", nullptr, "request_overall_timeout");
+}
+
+// The downstream went away mid-stream (client abort): the golang filter sees onDestroy with
+// Terminate when Go was still busy.
+void ActiveStream::onResetStream(StreamResetReason reason) {
+  if (ended_) return;
+  if (reason == StreamResetReason::ConnectionTermination) parent_.onRemoteCloseWithActiveStream();
+  encoder_ = nullptr;
+  filter_manager_.onDownstreamReset();
+  endStream();
+}
+
+void ActiveStream::encodeHeadersToCodec(HeaderMap& headers, bool end_stream) {
+  if (!encoder_) return;
+  int status = headers.status();
+  if (status >= 100 && status < 600) parent_.factory().stats().downstream_rq_xx[status / 100 - 1]->inc();
+  // Draining (SIGTERM), DrainConnectionUponCompletion, or a response that starts before the
+  // request ended (HTTP/1 then closes: conn_manager_impl.cc ActiveStream::encodeHeaders,
+  // !remoteDecodeComplete -> DrainState::Closing): "connection: close" and close after.
+  if (!filter_manager_.remoteDecodeComplete()) {
+    parent_.factory().stats().downstream_rq_response_before_rq_complete.inc();
+  }
+  if (parent_.factory().server().draining() || info_.drain_connection_upon_completion ||
+      !filter_manager_.remoteDecodeComplete()) {
+    encoder_->setCloseAfterResponse();
+  }
+  // ActiveStream::encodeHeaders (conn_manager_impl.cc:1917-1935): a date header when absent, the
+  // server header overwritten (server_header_transformation OVERWRITE, server_name "envoy").
+  // After the filters: Go never sees these two.
+  if (headers.get("date") == nullptr) headers.addCopy("date", httpDate());
+  headers.setOnly("server", "envoy");
+  info_.response_header_bytes = headers.byteSize();
+  resetIdleTimer();
+  ResponseEncoder* enc = encoder_;
+  if (end_stream) encoder_ = nullptr; // the codec may free the encoder once the response ends
+  enc->encodeHeaders(headers, end_stream);
+  if (end_stream) endStream();
+}
+
+void ActiveStream::encodeDataToCodec(Buffer& data, bool end_stream) {
+  if (!encoder_) return;
+  resetIdleTimer();
+  ResponseEncoder* enc = encoder_;
+  if (end_stream) encoder_ = nullptr;
+  enc->encodeData(data, end_stream);
+  if (end_stream) endStream();
+}
+
+void ActiveStream::encodeTrailersToCodec(HeaderMap& trailers) {
+  if (!encoder_) return;
+  ResponseEncoder* enc = encoder_;
+  encoder_ = nullptr;
+  enc->encodeTrailers(trailers);
+  endStream();
+}
+
+void ActiveStream::resetDownstream() {
+  if (ended_) return;
+  ResponseEncoder* enc = encoder_;
+  encoder_ = nullptr;
+  filter_manager_.onDownstreamReset();
+  // HTTP/1 has no stream reset: the codec closes the connection and does not call back.
+  if (enc) enc->resetStream();
+  endStream();
+}
+
+MatchedRouteConstSharedPtr ActiveStream::matchRoute(const HeaderMap& request_headers) {
+  return parent_.factory().routeTable().route(request_headers);
+}
+
+void ActiveStream::readDisableDownstream(bool disable) {
+  if (encoder_) encoder_->readDisable(disable);
+}
+
+// Stream end, conn_manager_impl.cc:369-387: onStreamComplete, access log, onDestroy; then the
+// object is deleted after the current event.
+void ActiveStream::endStream() {
+  if (ended_) return;
+  ended_ = true;
+  if (access_log_flush_timer_) access_log_flush_timer_->disableTimer();
+  if (idle_timer_) idle_timer_->disableTimer();
+  if (request_timer_) request_timer_->disableTimer();
+  info_.completed = std::chrono::steady_clock::now();
+  parent_.factory().stats().downstream_rq_active.sub(1);
+  g_active_streams.fetch_sub(1);
+  filter_manager_.onStreamComplete();
+  filter_manager_.log(AccessLogType::DownstreamEnd);
+  filter_manager_.destroyFilters();
+  parent_.removeStream(this);
+}
+
+} // namespace moe

@@ -1,0 +1,128 @@
+// conn_manager: Envoy's HTTP connection manager (source/common/http/conn_manager_impl.cc),
+// reduced to HTTP/1.1. The factory (one per listener) owns the parsed config: route table and
+// http filter chain (golang filter configs are parsed by Go at creation). Per connection a
+// ConnectionManager; per request an ActiveStream that owns the FilterManager and ends the
+// stream in Envoy's order: onStreamComplete on every filter, access log (DownstreamEnd), then
+// onDestroy (conn_manager_impl.cc:369-387).
+#pragma once
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bootstrap.h"
+#include "filter_manager.h"
+#include "golang_filter.h"
+#include "route_table.h"
+#include "server.h"
+#include "stats.h"
+
+namespace moe {
+
+// Envoy's ConnectionManagerNamedStats subset, under "http.<stat_prefix>.".
+struct ConnectionManagerStats {
+  explicit ConnectionManagerStats(const std::string& prefix);
+  Counter& downstream_rq_total;
+  Counter* downstream_rq_xx[5]; // 1xx..5xx
+  Gauge& downstream_rq_active;
+  Counter& downstream_cx_destroy_remote_active_rq;
+  Counter& downstream_rq_response_before_rq_complete;
+};
+
+class HttpConnectionManagerFactoryImpl : public HttpConnectionManagerFactory {
+public:
+  HttpConnectionManagerFactoryImpl(const bootstrap::Listener& config, Server& server);
+
+  std::unique_ptr<ServerConnectionCallbacks>
+  createConnectionManager(Dispatcher& worker, const ConnectionInfo& conn) override;
+  uint32_t maxRequestHeadersBytes() const override { return config_.hcm.max_request_headers_kb * 1024; }
+
+  // Adds this listener's http filters to a new stream (Envoy's FilterChainFactory).
+  void createFilterChain(FilterManager& fm, uint32_t worker_id) const;
+
+  const bootstrap::Listener& config() const { return config_; }
+  const RouteTable& routeTable() const { return *route_table_; }
+  Server& server() { return server_; }
+  ConnectionManagerStats& stats() { return stats_; }
+
+private:
+  struct FilterFactory {
+    bootstrap::HttpFilter::Type type;
+    golang::FilterConfigSharedPtr golang; // for Golang
+  };
+
+  const bootstrap::Listener config_; // a copy: route pointers refer into it
+  Server& server_;
+  std::unique_ptr<RouteTable> route_table_;
+  std::vector<FilterFactory> filters_;
+  ConnectionManagerStats stats_;
+};
+
+class ConnectionManager;
+
+class ActiveStream : public RequestDecoder, public FilterManagerCallbacks {
+public:
+  ActiveStream(ConnectionManager& parent, ResponseEncoder& encoder, uint64_t id);
+  ~ActiveStream() override;
+
+  // RequestDecoder (from the codec)
+  void decodeHeaders(HeaderMapPtr headers, bool end_stream) override;
+  void decodeData(Buffer& data, bool end_stream) override;
+  void decodeTrailers(HeaderMapPtr trailers) override;
+  void onResetStream(StreamResetReason reason) override;
+
+  // FilterManagerCallbacks (from the filter chain)
+  void encodeHeadersToCodec(HeaderMap& headers, bool end_stream) override;
+  void encodeDataToCodec(Buffer& data, bool end_stream) override;
+  void encodeTrailersToCodec(HeaderMap& trailers) override;
+  void resetDownstream() override;
+  MatchedRouteConstSharedPtr matchRoute(const HeaderMap& request_headers) override;
+  void readDisableDownstream(bool disable) override;
+
+  bool ended() const { return ended_; }
+
+private:
+  // Stream end (conn_manager_impl.cc doEndStream/doDeferredStreamDestroy).
+  void endStream();
+  void resetIdleTimer();
+  void onIdleTimeout();
+  void onRequestTimeout();
+  void maybeDisarmRequestTimer();
+
+  ConnectionManager& parent_;
+  ResponseEncoder* encoder_; // nullptr once the codec is done with this stream
+  StreamInfo info_;
+  FilterManager filter_manager_;
+  TimerPtr access_log_flush_timer_; // DownstreamPeriodic logs
+  TimerPtr idle_timer_;             // stream_idle_timeout_ms, reset on every frame
+  TimerPtr request_timer_;          // request_timeout_ms, until the request is complete
+  bool ended_ = false;
+};
+
+class ConnectionManager : public ServerConnectionCallbacks {
+public:
+  ConnectionManager(HttpConnectionManagerFactoryImpl& factory, Dispatcher& worker,
+                    const ConnectionInfo& conn);
+  ~ConnectionManager() override;
+
+  RequestDecoder& newStream(ResponseEncoder& encoder) override;
+  void onConnectionClose() override;
+
+  HttpConnectionManagerFactoryImpl& factory() { return factory_; }
+  Dispatcher& dispatcher() { return worker_; }
+  uint32_t workerId() const { return worker_id_; }
+  // Called by an ended stream: it leaves the list and is deleted after the current event.
+  void removeStream(ActiveStream* stream);
+  void onRemoteCloseWithActiveStream();
+
+private:
+  HttpConnectionManagerFactoryImpl& factory_;
+  Dispatcher& worker_;
+  uint32_t worker_id_;
+  ConnectionInfo conn_;
+  std::list<std::unique_ptr<ActiveStream>> streams_;
+  bool counted_remote_close_ = false;
+};
+
+} // namespace moe

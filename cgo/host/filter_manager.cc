@@ -1,0 +1,658 @@
+#include "filter_manager.h"
+
+#include "logger.h"
+
+namespace moe {
+
+// ---------------------------------------------------------------------------------------------
+// Per-filter entries (Envoy's ActiveStreamDecoderFilter / ActiveStreamEncoderFilter).
+// ---------------------------------------------------------------------------------------------
+
+class ActiveFilterBase : public virtual StreamFilterCallbacks {
+public:
+  ActiveFilterBase(FilterManager& parent, size_t index) : parent_(parent), index_(index) {}
+
+  Dispatcher& dispatcher() override { return parent_.dispatcher_; }
+  StreamInfo& streamInfo() override { return parent_.info_; }
+  MatchedRouteConstSharedPtr route() override { return parent_.route(); }
+  void clearRouteCache() override { parent_.clearRouteCache(); }
+  void sendLocalReply(int code, std::string_view body, ModifyHeadersCb modify_headers,
+                      std::string_view details, std::optional<int64_t> grpc_status) override {
+    parent_.sendLocalReply(code, body, std::move(modify_headers), details, grpc_status);
+  }
+  uint32_t bufferLimit() override { return parent_.buffer_limit_; }
+  void resetStream() override { parent_.callbacks_.resetDownstream(); }
+  uint64_t streamId() const override { return parent_.stream_id_; }
+
+  FilterManager& parent_;
+  size_t index_;
+  // Envoy's IterationState: false = Continue, true = StopSingleIteration. A stopped filter holds
+  // back everything after it until it calls continue*().
+  bool stopped_ = false;
+  // The headers went past this filter (Envoy's headers_continued_).
+  bool headers_continued_ = false;
+  // This filter has seen end_stream; later data frames are not for it (Envoy's end_stream_).
+  bool end_stream_ = false;
+};
+
+class ActiveDecoderFilter : public ActiveFilterBase, public StreamDecoderFilterCallbacks {
+public:
+  ActiveDecoderFilter(FilterManager& parent, size_t index, std::shared_ptr<StreamDecoderFilter> h)
+      : ActiveFilterBase(parent, index), handle_(std::move(h)) {}
+
+  // FM:61-133 commonContinue: replay the held headers, then the data the filter manager buffered
+  // for this filter, then the trailers.
+  void continueDecoding() override {
+    if (parent_.decodingStopped()) return;
+    stopped_ = false;
+    if (!headers_continued_) {
+      headers_continued_ = true;
+      // end_stream only when nothing else follows: stream complete, no buffered data, no trailers.
+      bool end = parent_.remote_decode_complete_ && !parent_.buffered_request_data_ &&
+                 !parent_.request_trailers_;
+      parent_.decodeHeadersFrom(this, *parent_.request_headers_, end);
+      if (parent_.decodingStopped()) return;
+    }
+    // Trailers may be added while data is processed; remember whether they existed before.
+    bool had_trailers = parent_.request_trailers_ != nullptr;
+    if (parent_.buffered_request_data_) {
+      parent_.decodeDataFrom(this, *parent_.buffered_request_data_,
+                             parent_.remote_decode_complete_ && !had_trailers);
+      if (parent_.decodingStopped()) return;
+      if (parent_.request_watermark_raised_ &&
+          parent_.buffered_request_data_->length() < parent_.buffer_limit_ / 2) {
+        parent_.request_watermark_raised_ = false;
+        parent_.callbacks_.readDisableDownstream(false);
+      }
+    }
+    if (had_trailers) parent_.decodeTrailersFrom(this, *parent_.request_trailers_);
+  }
+
+  void addDecodedData(Buffer& data, bool streaming) override {
+    parent_.addDecodedData(*this, data, streaming);
+  }
+
+  // FM: injectDecodedDataToFilterChain: headers go first (without end_stream) if still held.
+  void injectDecodedDataToFilterChain(Buffer& data, bool end_stream) override {
+    if (parent_.decodingStopped()) return;
+    if (!headers_continued_) {
+      headers_continued_ = true;
+      parent_.decodeHeadersFrom(this, *parent_.request_headers_, false);
+      if (parent_.decodingStopped()) return;
+    }
+    parent_.decodeDataFrom(this, data, end_stream);
+  }
+
+  void encodeHeaders(HeaderMapPtr headers, bool end_stream, std::string_view details) override {
+    parent_.startResponse(std::move(headers), end_stream, details);
+  }
+  void encodeData(Buffer& data, bool end_stream) override {
+    if (end_stream) parent_.response_end_observed_ = true;
+    parent_.encodeDataFrom(nullptr, data, end_stream);
+  }
+  void encodeTrailers(HeaderMapPtr trailers) override {
+    parent_.response_end_observed_ = true;
+    parent_.response_trailers_ = std::move(trailers);
+    parent_.encodeTrailersFrom(nullptr, *parent_.response_trailers_);
+  }
+  void onDecoderFilterAboveWriteBufferHighWatermark() override {
+    parent_.callbacks_.readDisableDownstream(true);
+  }
+  void onDecoderFilterBelowWriteBufferLowWatermark() override {
+    parent_.callbacks_.readDisableDownstream(false);
+  }
+  const HeaderMap* requestHeaders() override { return parent_.request_headers_.get(); }
+
+  // Envoy's commonHandleAfterHeadersCallback: true = go on to the next filter.
+  bool handleAfterHeaders(FilterHeadersStatus status) {
+    if (status == FilterHeadersStatus::StopIteration) {
+      stopped_ = true;
+      return false;
+    }
+    headers_continued_ = true;
+    return true;
+  }
+
+  // Envoy's commonHandleAfterDataCallback.
+  bool handleAfterData(FilterDataStatus status, Buffer& data) {
+    if (status == FilterDataStatus::Continue) {
+      if (stopped_) {
+        // The filter held headers and now lets data through: queue this data behind the held
+        // frames and replay all of them in order.
+        parent_.bufferRequestData(data);
+        continueDecoding();
+        return false;
+      }
+      return true;
+    }
+    stopped_ = true;
+    if (status == FilterDataStatus::StopIterationAndBuffer ||
+        status == FilterDataStatus::StopIterationAndWatermark) {
+      parent_.request_buffer_streaming_ = status == FilterDataStatus::StopIterationAndWatermark;
+      parent_.bufferRequestData(data);
+    }
+    // StopIterationNoBuffer: the filter took the data itself.
+    return false;
+  }
+
+  bool handleAfterTrailers(FilterTrailersStatus status) {
+    if (status == FilterTrailersStatus::Continue) {
+      if (stopped_) {
+        continueDecoding();
+        return false;
+      }
+      return true;
+    }
+    stopped_ = true;
+    return false;
+  }
+
+  std::shared_ptr<StreamDecoderFilter> handle_;
+};
+
+class ActiveEncoderFilter : public ActiveFilterBase, public StreamEncoderFilterCallbacks {
+public:
+  ActiveEncoderFilter(FilterManager& parent, size_t index, std::shared_ptr<StreamEncoderFilter> h)
+      : ActiveFilterBase(parent, index), handle_(std::move(h)) {}
+
+  // Mirror of ActiveDecoderFilter::continueDecoding for the response.
+  void continueEncoding() override {
+    if (parent_.encodingStopped()) return;
+    stopped_ = false;
+    if (!headers_continued_) {
+      headers_continued_ = true;
+      bool end = parent_.response_end_observed_ && !parent_.buffered_response_data_ &&
+                 !parent_.response_trailers_;
+      parent_.encodeHeadersFrom(this, *parent_.response_headers_, end);
+      if (parent_.encodingStopped()) return;
+    }
+    bool had_trailers = parent_.response_trailers_ != nullptr;
+    if (parent_.buffered_response_data_) {
+      parent_.encodeDataFrom(this, *parent_.buffered_response_data_,
+                             parent_.response_end_observed_ && !had_trailers);
+      if (parent_.encodingStopped()) return;
+    }
+    if (had_trailers) parent_.encodeTrailersFrom(this, *parent_.response_trailers_);
+  }
+
+  void addEncodedData(Buffer& data, bool streaming) override {
+    parent_.addEncodedData(*this, data, streaming);
+  }
+
+  void injectEncodedDataToFilterChain(Buffer& data, bool end_stream) override {
+    if (parent_.encodingStopped()) return;
+    if (!headers_continued_) {
+      headers_continued_ = true;
+      parent_.encodeHeadersFrom(this, *parent_.response_headers_, false);
+      if (parent_.encodingStopped()) return;
+    }
+    parent_.encodeDataFrom(this, data, end_stream);
+  }
+
+  // The upstream side has no read-disable in this host: response watermarks only log.
+  void onEncoderFilterAboveWriteBufferHighWatermark() override {
+    MOE_LOG(Debug, "http", "[%llu] encoder filter above high watermark (no upstream backpressure)",
+            static_cast<unsigned long long>(parent_.stream_id_));
+  }
+  void onEncoderFilterBelowWriteBufferLowWatermark() override {}
+
+  bool handleAfterHeaders(FilterHeadersStatus status) {
+    if (status == FilterHeadersStatus::StopIteration) {
+      stopped_ = true;
+      return false;
+    }
+    headers_continued_ = true;
+    return true;
+  }
+
+  bool handleAfterData(FilterDataStatus status, Buffer& data) {
+    if (status == FilterDataStatus::Continue) {
+      if (stopped_) {
+        parent_.bufferResponseData(data);
+        continueEncoding();
+        return false;
+      }
+      return true;
+    }
+    stopped_ = true;
+    if (status == FilterDataStatus::StopIterationAndBuffer ||
+        status == FilterDataStatus::StopIterationAndWatermark) {
+      parent_.response_buffer_streaming_ = status == FilterDataStatus::StopIterationAndWatermark;
+      parent_.bufferResponseData(data);
+    }
+    return false;
+  }
+
+  bool handleAfterTrailers(FilterTrailersStatus status) {
+    if (status == FilterTrailersStatus::Continue) {
+      if (stopped_) {
+        continueEncoding();
+        return false;
+      }
+      return true;
+    }
+    stopped_ = true;
+    return false;
+  }
+
+  std::shared_ptr<StreamEncoderFilter> handle_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// FilterManager
+// ---------------------------------------------------------------------------------------------
+
+FilterManager::FilterManager(FilterManagerCallbacks& callbacks, Dispatcher& dispatcher,
+                             StreamInfo& info, uint32_t buffer_limit, uint64_t stream_id)
+    : callbacks_(callbacks), dispatcher_(dispatcher), info_(info), buffer_limit_(buffer_limit),
+      stream_id_(stream_id) {}
+
+FilterManager::~FilterManager() = default;
+
+void FilterManager::addStreamDecoderFilter(std::shared_ptr<StreamDecoderFilter> filter) {
+  auto entry = std::make_unique<ActiveDecoderFilter>(*this, decoders_.size(), filter);
+  filter->setDecoderFilterCallbacks(*entry);
+  decoders_.push_back(std::move(entry));
+  unique_filters_.push_back(filter.get());
+}
+
+// Encoders run in reverse configuration order: each new one goes first. Indexes are recomputed
+// because they define where a continuation resumes.
+void FilterManager::addStreamEncoderFilter(std::shared_ptr<StreamEncoderFilter> filter) {
+  auto entry = std::make_unique<ActiveEncoderFilter>(*this, 0, filter);
+  filter->setEncoderFilterCallbacks(*entry);
+  encoders_.insert(encoders_.begin(), std::move(entry));
+  for (size_t i = 0; i < encoders_.size(); i++) encoders_[i]->index_ = i;
+  unique_filters_.push_back(filter.get());
+}
+
+void FilterManager::addStreamFilter(std::shared_ptr<StreamFilter> filter) {
+  addStreamDecoderFilter(filter);
+  auto entry = std::make_unique<ActiveEncoderFilter>(*this, 0, filter);
+  filter->setEncoderFilterCallbacks(*entry);
+  encoders_.insert(encoders_.begin(), std::move(entry));
+  for (size_t i = 0; i < encoders_.size(); i++) encoders_[i]->index_ = i;
+  // Dual filters get onStreamComplete/onDestroy once (FM onStreamComplete / destroyFilters).
+}
+
+void FilterManager::addAccessLogHandler(std::shared_ptr<AccessLogHandler> handler) {
+  access_loggers_.push_back(std::move(handler));
+}
+
+MatchedRouteConstSharedPtr FilterManager::route() {
+  if (!route_cached_) {
+    cached_route_ = request_headers_ ? callbacks_.matchRoute(*request_headers_) : nullptr;
+    route_cached_ = true;
+    if (cached_route_) {
+      info_.route_name = cached_route_->route->name;
+      info_.virtual_host_name = cached_route_->virtual_host->name;
+    }
+  }
+  return cached_route_;
+}
+
+// ---- decoding ----
+
+void FilterManager::decodeHeaders(HeaderMapPtr headers, bool end_stream) {
+  request_headers_ = std::move(headers);
+  is_head_request_ = request_headers_->method() == "HEAD";
+  // Grpc::Common::isGrpcRequestHeaders: a :path and content-type application/grpc[+...].
+  if (const std::string* ct = request_headers_->get("content-type");
+      ct && request_headers_->get(":path") && ct->compare(0, 16, "application/grpc") == 0 &&
+      (ct->size() == 16 || (*ct)[16] == '+')) {
+    is_grpc_request_ = true;
+  }
+  if (end_stream) {
+    remote_decode_complete_ = true;
+    info_.last_downstream_rx = std::chrono::steady_clock::now();
+  }
+  // The connection manager resolves the route before the filter chain runs (refreshCachedRoute).
+  route();
+  if (flush_access_log_on_new_request_) log(AccessLogType::DownstreamStart);
+  decodeHeadersFrom(nullptr, *request_headers_, end_stream);
+}
+
+void FilterManager::decodeData(Buffer& data, bool end_stream) {
+  info_.bytes_received += data.length();
+  if (end_stream) {
+    remote_decode_complete_ = true;
+    info_.last_downstream_rx = std::chrono::steady_clock::now();
+  }
+  decodeDataFrom(nullptr, data, end_stream);
+}
+
+void FilterManager::decodeTrailers(HeaderMapPtr trailers) {
+  request_trailers_ = std::move(trailers);
+  remote_decode_complete_ = true;
+  info_.last_downstream_rx = std::chrono::steady_clock::now();
+  decodeTrailersFrom(nullptr, *request_trailers_);
+}
+
+void FilterManager::decodeHeadersFrom(ActiveDecoderFilter* from, HeaderMap& headers,
+                                      bool end_stream) {
+  if (decodingStopped()) return;
+  // If a filter adds body data while handling end_stream headers, the filters after it get
+  // end_stream=false and the added data follows from that filter (FM decodeHeaders,
+  // continue_data_entry).
+  std::optional<size_t> continue_data_entry;
+  for (size_t i = from ? from->index_ + 1 : 0; i < decoders_.size(); i++) {
+    ActiveDecoderFilter& f = *decoders_[i];
+    f.end_stream_ = end_stream && !continue_data_entry;
+    call_state_ |= DecodeHeaders;
+    FilterHeadersStatus status = f.handle_->decodeHeaders(headers, f.end_stream_);
+    call_state_ &= ~DecodeHeaders;
+    if (decodingStopped()) return;
+    if (!f.handleAfterHeaders(status) && i + 1 < decoders_.size()) {
+      if (continue_data_entry) {
+        decoders_[*continue_data_entry]->stopped_ = true;
+        decoders_[*continue_data_entry]->continueDecoding();
+      }
+      return;
+    }
+    if (end_stream && buffered_request_data_ && !continue_data_entry) continue_data_entry = i;
+  }
+  if (continue_data_entry) {
+    decoders_[*continue_data_entry]->stopped_ = true;
+    decoders_[*continue_data_entry]->continueDecoding();
+  }
+}
+
+void FilterManager::decodeDataFrom(ActiveDecoderFilter* from, Buffer& data, bool end_stream) {
+  if (decodingStopped()) return;
+  for (size_t i = from ? from->index_ + 1 : 0; i < decoders_.size(); i++) {
+    ActiveDecoderFilter& f = *decoders_[i];
+    // This filter already saw the end of the stream: the data is not for it or later filters.
+    if (f.end_stream_) return;
+    // With trailers present the data never ends the stream for a filter (FM:769): the
+    // trailers do.
+    f.end_stream_ = end_stream && !request_trailers_;
+    call_state_ |= DecodeData;
+    FilterDataStatus status = f.handle_->decodeData(data, f.end_stream_);
+    call_state_ &= ~DecodeData;
+    if (decodingStopped()) return;
+    if (!f.handleAfterData(status, data)) return;
+  }
+}
+
+void FilterManager::decodeTrailersFrom(ActiveDecoderFilter* from, HeaderMap& trailers) {
+  if (decodingStopped()) return;
+  for (size_t i = from ? from->index_ + 1 : 0; i < decoders_.size(); i++) {
+    ActiveDecoderFilter& f = *decoders_[i];
+    call_state_ |= DecodeTrailers;
+    FilterTrailersStatus status = f.handle_->decodeTrailers(trailers);
+    call_state_ &= ~DecodeTrailers;
+    f.end_stream_ = true;
+    if (decodingStopped()) return;
+    if (!f.handleAfterTrailers(status)) return;
+  }
+}
+
+// FM:832-852: buffer unless this filter's trailers callback is running, in which case the
+// data goes to the next filters right away (trailers have not passed yet).
+void FilterManager::addDecodedData(ActiveDecoderFilter& filter, Buffer& data, bool streaming) {
+  if (call_state_ == 0 || (call_state_ & DecodeHeaders) || (call_state_ & DecodeData) ||
+      ((call_state_ & DecodeTrailers) && filter.stopped_)) {
+    request_buffer_streaming_ = streaming;
+    bufferRequestData(data);
+  } else if (call_state_ & DecodeTrailers) {
+    decodeDataFrom(&filter, data, false);
+  } else {
+    MOE_LOG(Error, "http", "[%llu] addDecodedData called in an invalid state",
+            static_cast<unsigned long long>(stream_id_));
+    sendLocalReply(502, "", nullptr, "filter_added_invalid_request_data");
+  }
+}
+
+void FilterManager::addEncodedData(ActiveEncoderFilter& filter, Buffer& data, bool streaming) {
+  if (call_state_ == 0 || (call_state_ & EncodeHeaders) || (call_state_ & EncodeData) ||
+      ((call_state_ & EncodeTrailers) && filter.stopped_)) {
+    response_buffer_streaming_ = streaming;
+    bufferResponseData(data);
+  } else if (call_state_ & EncodeTrailers) {
+    encodeDataFrom(&filter, data, false);
+  } else {
+    MOE_LOG(Error, "http", "[%llu] addEncodedData called in an invalid state",
+            static_cast<unsigned long long>(stream_id_));
+    sendLocalReply(502, "", nullptr, "filter_added_invalid_response_data");
+  }
+}
+
+// Envoy's watermark buffer for buffered_request_data_: above the limit, a buffering filter
+// (StopIterationAndBuffer) gets 413 (requestDataTooLarge); a streaming one pauses the downstream.
+void FilterManager::bufferRequestData(Buffer& data) {
+  if (!buffered_request_data_) buffered_request_data_ = std::make_unique<Buffer>();
+  if (&data != buffered_request_data_.get()) buffered_request_data_->move(data);
+  if (buffered_request_data_->length() <= buffer_limit_) return;
+  if (!request_buffer_streaming_) {
+    // Reset buffering so the local reply does not trip again (FM requestDataTooLarge).
+    request_buffer_streaming_ = true;
+    sendLocalReply(413, "Payload Too Large", nullptr, "request_payload_too_large");
+  } else if (!request_watermark_raised_) {
+    request_watermark_raised_ = true;
+    callbacks_.readDisableDownstream(true);
+  }
+}
+
+// FM responseDataTooLarge: 500 (or a reset if the response already started).
+void FilterManager::bufferResponseData(Buffer& data) {
+  if (!buffered_response_data_) buffered_response_data_ = std::make_unique<Buffer>();
+  if (&data != buffered_response_data_.get()) buffered_response_data_->move(data);
+  if (buffered_response_data_->length() <= buffer_limit_) return;
+  if (!response_buffer_streaming_) {
+    response_buffer_streaming_ = true;
+    sendLocalReply(500, "Internal Server Error", nullptr, "response_payload_too_large");
+  }
+}
+
+// ---- encoding ----
+
+void FilterManager::startResponse(HeaderMapPtr headers, bool end_stream, std::string_view details) {
+  if (encodingStopped() || response_headers_) return;
+  if (!details.empty()) info_.response_code_details = std::string(details);
+  info_.response_code = static_cast<uint32_t>(headers->status());
+  if (end_stream) response_end_observed_ = true;
+  response_headers_ = std::move(headers);
+  encodeHeadersFrom(nullptr, *response_headers_, end_stream);
+}
+
+void FilterManager::encodeHeadersFrom(ActiveEncoderFilter* from, HeaderMap& headers,
+                                      bool end_stream) {
+  if (encodingStopped()) return;
+  std::optional<size_t> continue_data_entry;
+  for (size_t i = from ? from->index_ + 1 : 0; i < encoders_.size(); i++) {
+    ActiveEncoderFilter& f = *encoders_[i];
+    f.end_stream_ = end_stream && !continue_data_entry;
+    call_state_ |= EncodeHeaders;
+    FilterHeadersStatus status = f.handle_->encodeHeaders(headers, f.end_stream_);
+    call_state_ &= ~EncodeHeaders;
+    if (encodingStopped()) return;
+    if (!f.handleAfterHeaders(status)) {
+      if (continue_data_entry) {
+        encoders_[*continue_data_entry]->stopped_ = true;
+        encoders_[*continue_data_entry]->continueEncoding();
+      }
+      return;
+    }
+    if (end_stream && buffered_response_data_ && !continue_data_entry) continue_data_entry = i;
+  }
+  // All encoder filters passed the headers: hand them to the codec.
+  bool modified_end = end_stream && !continue_data_entry;
+  response_headers_encoded_ = true;
+  info_.response_code = static_cast<uint32_t>(headers.status());
+  if (modified_end) local_complete_ = true;
+  callbacks_.encodeHeadersToCodec(headers, modified_end);
+  if (!modified_end && continue_data_entry && !encodingStopped()) {
+    encoders_[*continue_data_entry]->stopped_ = true;
+    encoders_[*continue_data_entry]->continueEncoding();
+  }
+}
+
+void FilterManager::encodeDataFrom(ActiveEncoderFilter* from, Buffer& data, bool end_stream) {
+  if (encodingStopped()) return;
+  for (size_t i = from ? from->index_ + 1 : 0; i < encoders_.size(); i++) {
+    ActiveEncoderFilter& f = *encoders_[i];
+    if (f.end_stream_) return;
+    f.end_stream_ = end_stream && !response_trailers_;
+    call_state_ |= EncodeData;
+    FilterDataStatus status = f.handle_->encodeData(data, f.end_stream_);
+    call_state_ &= ~EncodeData;
+    if (encodingStopped()) return;
+    if (!f.handleAfterData(status, data)) return;
+  }
+  // Deviation: Envoy passes end_stream to the codec even when trailers exist (FM:1524); with
+  // HTTP/1 that would finish the chunked body before the trailers, so the trailers end it here.
+  bool codec_end = end_stream && !response_trailers_;
+  info_.bytes_sent += data.length();
+  if (codec_end) local_complete_ = true;
+  callbacks_.encodeDataToCodec(data, codec_end);
+}
+
+void FilterManager::encodeTrailersFrom(ActiveEncoderFilter* from, HeaderMap& trailers) {
+  if (encodingStopped()) return;
+  for (size_t i = from ? from->index_ + 1 : 0; i < encoders_.size(); i++) {
+    ActiveEncoderFilter& f = *encoders_[i];
+    call_state_ |= EncodeTrailers;
+    FilterTrailersStatus status = f.handle_->encodeTrailers(trailers);
+    call_state_ &= ~EncodeTrailers;
+    f.end_stream_ = true;
+    if (encodingStopped()) return;
+    if (!f.handleAfterTrailers(status)) return;
+  }
+  local_complete_ = true;
+  callbacks_.encodeTrailersToCodec(trailers);
+}
+
+// ---- local replies (FM:1026-1200, source/common/http/utility.cc:727-823) ----
+
+namespace {
+
+// Grpc::Utility::httpToGrpcStatus.
+int64_t httpToGrpcStatus(int code) {
+  switch (code) {
+  case 400: return 13; // Internal
+  case 401: return 16; // Unauthenticated
+  case 403: return 7;  // PermissionDenied
+  case 404: return 12; // Unimplemented
+  case 429: case 502: case 503: case 504: return 14; // Unavailable
+  default: return 2;   // Unknown
+  }
+}
+
+// Http::Utility::PercentEncoding::encode with the default reserved set "%".
+std::string percentEncode(std::string_view v) {
+  static const char* hex = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char ch : v) {
+    if (ch < ' ' || ch >= '~' || ch == '%') {
+      out += '%';
+      out += hex[ch >> 4];
+      out += hex[ch & 0xf];
+    } else {
+      out += static_cast<char>(ch);
+    }
+  }
+  return out;
+}
+
+} // namespace
+
+FilterManager::LocalReply FilterManager::prepareLocalReply(int code, std::string_view body,
+                                                           const ModifyHeadersCb& modify,
+                                                           std::optional<int64_t> grpc_status) const {
+  LocalReply reply;
+  reply.headers = std::make_unique<HeaderMap>();
+  HeaderMap& headers = *reply.headers;
+  headers.addCopy(":status", std::to_string(code));
+  if (modify) modify(headers);
+  if (is_grpc_request_) {
+    // A trailers-only gRPC response: 200, grpc-status (unless the caller set one) from the given
+    // status or the HTTP code, the body percent-encoded in grpc-message, no body.
+    headers.setOnly(":status", "200");
+    headers.setOnly("content-type", "application/grpc");
+    if (headers.get("grpc-status") == nullptr || headers.get("grpc-status")->empty()) {
+      headers.setOnly("grpc-status", std::to_string(grpc_status ? *grpc_status : httpToGrpcStatus(code)));
+    }
+    if (!body.empty() && !is_head_request_) headers.setOnly("grpc-message", percentEncode(body));
+    headers.remove("content-length");
+    return reply;
+  }
+  if (!body.empty()) {
+    headers.setOnly("content-length", std::to_string(body.size()));
+    if (headers.get("content-type") == nullptr) headers.addCopy("content-type", "text/plain");
+    if (!is_head_request_) reply.body = std::string(body);
+  } else {
+    headers.remove("content-length");
+    headers.remove("content-type");
+  }
+  return reply;
+}
+
+void FilterManager::sendLocalReply(int code, std::string_view body, ModifyHeadersCb modify,
+                                   std::string_view details, std::optional<int64_t> grpc_status) {
+  if (destroyed_ || saw_downstream_reset_ || local_complete_) return;
+  info_.response_code_details = std::string(details);
+  // Nothing more is decoded once a local reply starts (decoder_filter_chain_aborted_).
+  decoder_aborted_ = true;
+  // FM:1058-1064: a cleared route cache is refreshed before the reply runs the encoders.
+  route();
+  // Prepared first: body/details may point into memory that encoding frees (e.g. a Go string).
+  LocalReply reply = prepareLocalReply(code, body, modify, grpc_status);
+  if (!response_headers_) {
+    // No response yet: run the reply through every encoder filter, like any response
+    // (sendLocalReplyViaFilterChain).
+    response_end_observed_ = true;
+    bool headers_only = reply.body.empty();
+    response_headers_ = std::move(reply.headers);
+    info_.response_code = static_cast<uint32_t>(response_headers_->status());
+    encodeHeadersFrom(nullptr, *response_headers_, headers_only);
+    if (!headers_only && !encodingStopped()) {
+      Buffer b(reply.body);
+      encodeDataFrom(nullptr, b, true);
+    }
+  } else if (!response_headers_encoded_) {
+    // Response headers exist but an encoder filter holds them: replace the response and write
+    // it straight to the codec, skipping the encoder filters (sendDirectLocalReply).
+    sendDirectLocalReply(std::move(reply));
+  } else {
+    // The response already started on the wire: the only signal left is a reset.
+    callbacks_.resetDownstream();
+  }
+}
+
+void FilterManager::sendDirectLocalReply(LocalReply reply) {
+  response_end_observed_ = true;
+  // Nested watermark callbacks must not fire for the reply body.
+  response_buffer_streaming_ = true;
+  bool headers_only = reply.body.empty();
+  response_headers_ = std::move(reply.headers);
+  info_.response_code = static_cast<uint32_t>(response_headers_->status());
+  response_headers_encoded_ = true;
+  if (headers_only) local_complete_ = true;
+  callbacks_.encodeHeadersToCodec(*response_headers_, headers_only);
+  if (!headers_only && !destroyed_ && !saw_downstream_reset_) {
+    Buffer b(reply.body);
+    info_.bytes_sent += b.length();
+    local_complete_ = true;
+    callbacks_.encodeDataToCodec(b, true);
+  }
+}
+
+// ---- end of stream ----
+
+void FilterManager::onStreamComplete() {
+  for (auto* f : unique_filters_) f->onStreamComplete();
+}
+
+void FilterManager::log(AccessLogType type) {
+  for (auto& h : access_loggers_) {
+    h->log(type, request_headers_.get(), response_headers_.get(), response_trailers_.get());
+  }
+}
+
+void FilterManager::destroyFilters() {
+  if (destroyed_) return;
+  destroyed_ = true;
+  for (auto* f : unique_filters_) f->onDestroy();
+}
+
+} // namespace moe

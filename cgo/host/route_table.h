@@ -1,0 +1,59 @@
+// route_table: Envoy's RouteMatcher reduced to what the compiled bootstrap carries
+// (source/common/router/config_impl.cc): virtual host by :authority, first matching route,
+// cluster choice, and the per-filter config chain. Built once per listener; immutable and
+// shared by all workers afterwards.
+#pragma once
+#include <memory>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "bootstrap.h"
+#include "header_map.h"
+
+namespace moe {
+
+// The result of one match: the chosen route and everything the router and filters need from it.
+struct MatchedRoute {
+  const bootstrap::RouteConfiguration* route_config = nullptr;
+  const bootstrap::VirtualHost* virtual_host = nullptr;
+  const bootstrap::Route* route = nullptr;
+  // For route actions: the cluster picked (cluster, cluster_header value, or weighted choice).
+  std::string cluster_name;
+
+  // Per-filter configs for filter_name from the least to the most specific
+  // (route configuration, virtual host, route), as Http::Utility::getAllPerFilterConfig
+  // (source/common/http/utility.h:610-634).
+  std::vector<const std::map<std::string, bootstrap::RoutePluginConfig>*>
+  perFilterConfigs(const std::string& filter_name) const;
+};
+using MatchedRouteConstSharedPtr = std::shared_ptr<const MatchedRoute>;
+
+class RouteTable {
+public:
+  // Keeps a reference to config: the caller keeps it alive for the table's lifetime.
+  // Throws std::runtime_error on an invalid regex.
+  explicit RouteTable(const bootstrap::RouteConfiguration& config);
+
+  // nullptr when no virtual host or no route matches (the router answers 404).
+  MatchedRouteConstSharedPtr route(const HeaderMap& headers) const;
+
+private:
+  struct CompiledRoute {
+    const bootstrap::Route* route;
+    std::unique_ptr<std::regex> path_regex;          // match.kind == SafeRegex
+    std::vector<std::unique_ptr<std::regex>> header_regexes; // per header matcher (or null)
+  };
+  struct CompiledVirtualHost {
+    const bootstrap::VirtualHost* vhost;
+    std::vector<CompiledRoute> routes;
+  };
+
+  const CompiledVirtualHost* findVirtualHost(const HeaderMap& headers) const;
+  static bool routeMatches(const CompiledRoute& r, const HeaderMap& headers);
+
+  const bootstrap::RouteConfiguration& config_;
+  std::vector<CompiledVirtualHost> vhosts_;
+};
+
+} // namespace moe

@@ -1,0 +1,55 @@
+// StreamInfo: what Envoy's StreamInfo::StreamInfo records about one downstream request and that
+// filters (the golang filter's GetStringValue/GetIntegerValue/properties/metadata) read.
+// Owned by the ActiveStream; touched only on its worker thread (off-thread readers hold the
+// golang filter's mutex, which the worker also holds while destroying the stream).
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "codec.h"
+
+namespace moe {
+
+struct StreamInfo {
+  ConnectionInfo downstream;
+  int protocol = 1;                                  // Http::Protocol: 0 HTTP/1.0, 1 HTTP/1.1
+  std::chrono::system_clock::time_point start_time = std::chrono::system_clock::now();
+  std::chrono::steady_clock::time_point start_steady = std::chrono::steady_clock::now();
+  std::optional<std::chrono::steady_clock::time_point> last_downstream_rx; // request complete
+  std::optional<std::chrono::steady_clock::time_point> first_upstream_rx;  // upstream headers
+  std::optional<std::chrono::steady_clock::time_point> upstream_tx_start;
+  std::optional<std::chrono::steady_clock::time_point> completed;
+
+  std::optional<uint32_t> response_code;
+  std::optional<std::string> response_code_details;
+  std::string response_flags;                        // Envoy short flags, e.g. "NR", "UF", "UT"
+  std::string route_name, virtual_host_name, filter_chain_name;
+  std::optional<std::string> upstream_cluster;       // set when the router picked a cluster
+  std::optional<std::string> upstream_remote_address; // "ip:port" once a connection was bound
+  std::optional<std::string> upstream_local_address;
+  std::optional<uint32_t> attempt_count;
+  std::string request_id;
+
+  // filter_metadata: filter name -> key -> serialized google.protobuf.Value.
+  std::map<std::string, std::map<std::string, std::string>> dynamic_metadata;
+  // Filter state string objects (Router::StringAccessor) by key.
+  std::map<std::string, std::string> filter_state;
+  bool drain_connection_upon_completion = false;
+  // LoadBalancerContext::OverrideHost (host, strict) set by a filter for the router.
+  std::optional<std::pair<std::string, bool>> upstream_override_host;
+
+  uint64_t bytes_received = 0;                       // request body bytes
+  uint64_t bytes_sent = 0;                           // response body bytes
+  uint64_t request_wire_bytes = 0;
+  uint64_t response_header_bytes = 0;
+
+  void addResponseFlag(const char* flag) {
+    if (!response_flags.empty()) response_flags += ",";
+    response_flags += flag;
+  }
+};
+
+} // namespace moe

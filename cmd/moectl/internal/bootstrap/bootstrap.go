@@ -36,9 +36,12 @@ type HttpConnectionManager struct {
 	StreamIdleTimeoutMS uint64 `json:"stream_idle_timeout_ms"`
 	// FlushAccessLogOnNewRequest is access_log_options.flush_access_log_on_new_request: golang
 	// filters get OnLogDownstreamStart when a request starts.
-	FlushAccessLogOnNewRequest bool               `json:"flush_access_log_on_new_request"`
-	HTTPFilters                []HTTPFilter       `json:"http_filters"`
-	RouteConfig                RouteConfiguration `json:"route_config"`
+	FlushAccessLogOnNewRequest bool `json:"flush_access_log_on_new_request"`
+	// AccessLogFlushIntervalMS is access_log_options.access_log_flush_interval: golang filters
+	// get OnLogDownstreamPeriodic at this interval while a request is alive (0 = never).
+	AccessLogFlushIntervalMS uint64             `json:"access_log_flush_interval_ms"`
+	HTTPFilters              []HTTPFilter       `json:"http_filters"`
+	RouteConfig              RouteConfiguration `json:"route_config"`
 }
 
 // Filter types.

@@ -83,6 +83,9 @@ func (c *compiler) hcm(p ypath.Path, h *hcmv3.HttpConnectionManager) bootstrap.H
 	out.RequestTimeoutMS = c.millis(p.Field("request_timeout"), h.GetRequestTimeout(), 0)
 	out.StreamIdleTimeoutMS = c.millis(p.Field("stream_idle_timeout"), h.GetStreamIdleTimeout(), defaultStreamIdleTimeoutMS)
 	out.FlushAccessLogOnNewRequest = c.flushAccessLogOnNewRequest(p, h)
+	if opts := h.GetAccessLogOptions(); opts != nil {
+		out.AccessLogFlushIntervalMS = c.millis(p.Field("access_log_options").Field("access_log_flush_interval"), opts.GetAccessLogFlushInterval(), 0)
+	}
 	out.HTTPFilters = c.httpFilters(p.Field("http_filters"), h.GetHttpFilters())
 	if rc := h.GetRouteConfig(); rc != nil {
 		out.RouteConfig = c.routeConfig(p.Field("route_config"), rc, filtersByName(out.HTTPFilters))
@@ -109,8 +112,8 @@ func (c *compiler) flushAccessLogOnNewRequest(p ypath.Path, h *hcmv3.HttpConnect
 		return h.GetFlushAccessLogOnNewRequest()
 	}
 	op := p.Field("access_log_options")
-	// The periodic flush and tunnel flush change when logs run; moe-host has neither.
-	c.only(op, opts, "flush_access_log_on_new_request")
+	// The tunnel flush changes when logs run for upgraded streams; moe-host has no upgrades.
+	c.only(op, opts, "flush_access_log_on_new_request", "access_log_flush_interval")
 	if h.GetFlushAccessLogOnNewRequest() {
 		c.errs.Addf(p.Field("flush_access_log_on_new_request"), "set it in access_log_options only (Envoy ignores this deprecated field when access_log_options is present)")
 	}

@@ -121,6 +121,16 @@ func TestAllProblemsAreReportedNotJustTheFirst(t *testing.T) {
 	}
 }
 
+func TestAccessLogFlushIntervalIsCompiled(t *testing.T) {
+	res, err := compileString(t, minimal(t, map[string]string{"HCM": "access_log_options: {access_log_flush_interval: 1.5s}"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Bootstrap.Listeners[0].HCM.AccessLogFlushIntervalMS; got != 1500 {
+		t.Fatalf("access_log_flush_interval_ms = %d, want 1500", got)
+	}
+}
+
 func TestFlushAccessLogOnNewRequest(t *testing.T) {
 	cases := []struct {
 		name    string
@@ -133,8 +143,8 @@ func TestFlushAccessLogOnNewRequest(t *testing.T) {
 		{"deprecated top-level field", "flush_access_log_on_new_request: true", true, ""},
 		{"both", "flush_access_log_on_new_request: true\naccess_log_options: {flush_access_log_on_new_request: true}", false,
 			hcmPath + ".flush_access_log_on_new_request: set it in access_log_options only (Envoy ignores this deprecated field when access_log_options is present)"},
-		{"periodic flush", "access_log_options: {access_log_flush_interval: 1s}", false,
-			hcmPath + ".access_log_options.access_log_flush_interval: not supported by moe-host"},
+		{"tunnel flush", "access_log_options: {flush_log_on_tunnel_successfully_established: true}", false,
+			hcmPath + ".access_log_options.flush_log_on_tunnel_successfully_established: not supported by moe-host"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

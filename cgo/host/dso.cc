@@ -76,4 +76,11 @@ GoLibrary* goLibraryByPluginName(const std::string& plugin_name) {
   return it == byPlugin().end() ? nullptr : it->second;
 }
 
+std::vector<GoLibrary*> loadedGoLibraries() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  std::vector<GoLibrary*> out;
+  for (auto& [id, lib] : byId()) out.push_back(lib.get());
+  return out;
+}
+
 } // namespace moe::golang

@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "golang_abi.h"
 
@@ -38,5 +39,7 @@ GoLibrary* loadGoLibrary(const std::string& library_id, const std::string& libra
                          const std::string& plugin_name);
 // nullptr when no filter config loaded a library for this plugin name.
 GoLibrary* goLibraryByPluginName(const std::string& plugin_name);
+// Every loaded library (for shutdown-time clean-up).
+std::vector<GoLibrary*> loadedGoLibraries();
 
 } // namespace moe::golang

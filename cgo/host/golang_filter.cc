@@ -4,7 +4,9 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <stdexcept>
+#include <unordered_set>
 
 #include "go_calls.h"
 #include "logger.h"
@@ -108,6 +110,7 @@ FilterConfig::~FilterConfig() {
 void FilterConfig::newGoPluginConfig() {
   // Heap-allocated: Go keeps the pointer for metrics and frees it with ConfigHttpFinalize.
   auto* c = new HttpConfigInternal();
+  go_held_config_ = c;
   c->filter_config = weak_from_this();
   c->config.plugin_name_ptr = reinterpret_cast<uint64_t>(plugin_name_.data());
   c->config.plugin_name_len = plugin_name_.size();
@@ -1045,6 +1048,18 @@ uint64_t Filter::getMergedConfigId() {
   }
   return id;
 }
+
+#if defined(__SANITIZE_ADDRESS__)
+void trackGoHeldRequest(HttpRequestInternal* req, bool held) {
+  // Process-wide on purpose: it stands for Go's heap, which is process-wide too.
+  static std::mutex mu;
+  static auto* live = new std::unordered_set<HttpRequestInternal*>();
+  std::lock_guard<std::mutex> lock(mu);
+  if (held) live->insert(req); else live->erase(req);
+}
+#else
+void trackGoHeldRequest(HttpRequestInternal*, bool) {}
+#endif
 
 // CGO:303-321 for a still-alive filter: free on the worker after the current event.
 void Filter::deferredDeleteRequest(HttpRequestInternal* req) {

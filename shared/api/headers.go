@@ -1,0 +1,121 @@
+package api
+
+import (
+	"strconv"
+	"strings"
+)
+
+// HeaderMap is a request or response header (or trailer) map. Keys are
+// case-insensitive (stored lower case, HTTP/2 style). Reads are served from Go
+// memory: the framework copies headers from Envoy at most once per phase.
+// Writes are kept in Go and sent to Envoy in as few calls as possible when the
+// chain hands the stream back (see shared/README.md).
+//
+// Methods with an error result return a *StreamError when the stream is not
+// owned by the chain; methods without one (Get, Values, Range, Len) panic with a
+// *StreamError instead. The framework recovers those panics in plugin phases and
+// in goroutines started with Go().
+type HeaderMap interface {
+	// Get returns the first value of key.
+	Get(key string) (string, bool)
+	// Values returns all values of key (nil if absent). Do not modify the slice.
+	Values(key string) []string
+	// Set replaces all values of key.
+	Set(key, value string) error
+	// Add appends a value to key.
+	Add(key, value string) error
+	// Del removes key.
+	Del(key string) error
+	// Range calls f for every key/value pair until f returns false. f may call
+	// other methods of the map (Range iterates over a snapshot).
+	Range(f func(key, value string) bool)
+	// Len is the number of distinct keys.
+	Len() int
+}
+
+// RequestHeaderMap adds request pseudo-header helpers.
+type RequestHeaderMap interface {
+	HeaderMap
+	Method() string
+	Path() string // includes the query string, as in :path
+	Host() string // :authority
+	Scheme() string
+	SetMethod(string) error
+	SetPath(string) error
+	SetHost(string) error
+}
+
+// ResponseHeaderMap adds the response status.
+type ResponseHeaderMap interface {
+	HeaderMap
+	// Status is the :status code, 0 if absent or malformed.
+	Status() int
+	SetStatus(code int) error
+}
+
+// Headers is a plain HeaderMap for building replies:
+//
+//	h.SendHijackReply(403, api.Headers{"x-reason": {"denied"}})
+//
+// Keys must be lower case when written as a literal; methods lower-case them.
+// A nil Headers is a valid empty map for reading.
+type Headers map[string][]string
+
+// NewHeaders builds Headers from key, value pairs.
+func NewHeaders(kv ...string) Headers {
+	h := make(Headers, len(kv)/2)
+	for i := 0; i+1 < len(kv); i += 2 {
+		h.Add(kv[i], kv[i+1])
+	}
+	return h
+}
+
+func (h Headers) Get(key string) (string, bool) {
+	v := h[LowerKey(key)]
+	if len(v) == 0 {
+		return "", false
+	}
+	return v[0], true
+}
+func (h Headers) Values(key string) []string { return h[LowerKey(key)] }
+func (h Headers) Set(key, value string) error {
+	h[LowerKey(key)] = []string{value}
+	return nil
+}
+func (h Headers) Add(key, value string) error {
+	k := LowerKey(key)
+	h[k] = append(h[k], value)
+	return nil
+}
+func (h Headers) Del(key string) error {
+	delete(h, LowerKey(key))
+	return nil
+}
+func (h Headers) Range(f func(key, value string) bool) {
+	for k, vs := range h {
+		for _, v := range vs {
+			if !f(k, v) {
+				return
+			}
+		}
+	}
+}
+func (h Headers) Len() int { return len(h) }
+
+// Status reads :status (for Headers used as response headers).
+func (h Headers) Status() int {
+	v, _ := h.Get(":status")
+	n, _ := strconv.Atoi(v)
+	return n
+}
+
+// LowerKey lower-cases an ASCII header name without allocating when it is
+// already lower case (the common case).
+func LowerKey(s string) string {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; 'A' <= c && c <= 'Z' {
+			return strings.ToLower(s)
+		}
+	}
+	return s
+}

@@ -1,0 +1,197 @@
+package config_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/moeproxy/moe/shared/api"
+	"github.com/moeproxy/moe/shared/config"
+	"github.com/moeproxy/moe/shared/registry"
+)
+
+type rule struct {
+	Key   string `json:"key"`
+	Limit int    `json:"limit"`
+}
+
+type testConfig struct {
+	Name    string            `json:"name"`
+	Port    uint16            `json:"port"`
+	Ratio   float64           `json:"ratio"`
+	Enabled bool              `json:"enabled"`
+	Timeout api.Duration      `json:"timeout"`
+	Rules   []rule            `json:"rules"`
+	Labels  map[string]string `json:"labels"`
+	inited  bool
+}
+
+func (c *testConfig) Validate() error {
+	for i, r := range c.Rules {
+		if r.Limit <= 0 {
+			return api.FieldErrorf("rules["+itoa(i)+"].limit", "must be > 0, got %d", r.Limit)
+		}
+	}
+	return nil
+}
+
+func (c *testConfig) Init(env api.ConfigEnv) error {
+	c.inited = env.PluginName() == "cfgtest"
+	return nil
+}
+
+func itoa(i int) string { return string(rune('0' + i)) }
+
+func init() {
+	registry.Register(registry.Plugin{
+		Name:      "cfgtest",
+		NewConfig: func() any { return &testConfig{Name: "default", Port: 80} },
+		Factory:   func(any) api.Filter { return nil },
+	})
+	for _, n := range []string{"pa", "pb", "pc", "px", "py"} {
+		registry.Register(registry.Plugin{Name: n, NewConfig: func() any { return &testConfig{} }, Factory: func(any) api.Filter { return nil }})
+	}
+	registry.Register(registry.Plugin{Name: "noconf", Factory: func(any) api.Filter { return nil }})
+}
+
+func decode(t *testing.T, raw string) (*testConfig, error) {
+	t.Helper()
+	p, _ := registry.Get("cfgtest")
+	c, err := config.DecodePlugin(p, []byte(raw), false)
+	if err != nil {
+		return nil, err
+	}
+	return c.(*testConfig), nil
+}
+
+func TestDecodeAppliesDefaultsValidationAndInit(t *testing.T) {
+	c, err := decode(t, `{"port": 8080.0, "timeout": "1.5s", "rules": [{"key": "a", "limit": 3}]}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Name != "default" || c.Port != 8080 || c.Timeout.D().Seconds() != 1.5 || !c.inited || c.Rules[0].Limit != 3 {
+		t.Errorf("got %+v", c)
+	}
+}
+
+func TestDecodeRejectsWithPluginFieldAndReason(t *testing.T) {
+	cases := []struct {
+		name, raw, field, reason string
+	}{
+		{"unknown top-level field", `{"nmae": "x"}`, "nmae", "unknown field"},
+		{"unknown nested field", `{"rules": [{"key": "a", "limit": 1}, {"kye": "b"}]}`, "rules[1].kye", "unknown field"},
+		{"string for int", `{"port": "80"}`, "port", "expected a non-negative integer, got a string"},
+		{"fraction for int", `{"rules": [{"limit": 1.5}]}`, "rules[0].limit", "not a valid int"},
+		{"out of range", `{"port": 70000}`, "port", "not a valid uint16"},
+		{"object for list", `{"rules": {"key": "a"}}`, "rules", "expected a list"},
+		{"bool for string map value", `{"labels": {"a": true}}`, "labels.a", "expected a string"},
+		{"bad duration", `{"timeout": "soon"}`, "", "invalid duration"},
+		{"validation", `{"rules": [{"key": "a", "limit": 0}]}`, "rules[0].limit", "must be > 0"},
+		{"malformed", `{`, "", "malformed JSON"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := decode(t, tc.raw)
+			var ce *config.Error
+			if !errors.As(err, &ce) {
+				t.Fatalf("error %v (%T), want *config.Error", err, err)
+			}
+			if ce.Plugin != "cfgtest" || (tc.field != "" && ce.Field != tc.field) || !strings.Contains(ce.Reason, tc.reason) {
+				t.Errorf("got plugin %q field %q reason %q; want field %q reason ~%q", ce.Plugin, ce.Field, ce.Reason, tc.field, tc.reason)
+			}
+			if !strings.Contains(err.Error(), `plugin "cfgtest"`) {
+				t.Errorf("message %q does not name the plugin", err)
+			}
+		})
+	}
+}
+
+func TestPluginWithoutConfigRejectsFields(t *testing.T) {
+	p, _ := registry.Get("noconf")
+	if _, err := config.DecodePlugin(p, []byte(`{}`), false); err != nil {
+		t.Errorf("{}: %v", err)
+	}
+	if _, err := config.DecodePlugin(p, []byte(`{"a":1}`), false); err == nil {
+		t.Errorf("fields accepted")
+	}
+}
+
+func TestParseChainErrors(t *testing.T) {
+	cases := []struct{ raw, want string }{
+		{`{"plugins":[{"name":"nope"}]}`, `plugin "nope": field plugins[0].name: unknown plugin`},
+		{`{"plugins":[{"name":"pa"},{"name":"pa"}]}`, "listed twice"},
+		{`{"plugins":[{"config":{}}]}`, "missing plugin name"},
+		{`{"plugin":[]}`, "unknown field"},
+		{`{"plugins":[{"name":"cfgtest","config":{"port":-1}}]}`, `plugin "cfgtest": field port`},
+	}
+	for _, tc := range cases {
+		_, err := config.ParseChain([]byte(tc.raw), false)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want ~%q", tc.raw, err, tc.want)
+		}
+	}
+}
+
+func names(es []config.Entry) string {
+	var out []string
+	for _, e := range es {
+		n := e.Name
+		if e.Disabled {
+			n = "-" + n
+		}
+		out = append(out, n)
+	}
+	return strings.Join(out, ",")
+}
+
+func TestMergeKeepsParentOrderAndPlacesNewPluginsByNeighbour(t *testing.T) {
+	parent, err := config.ParseChain([]byte(`{"plugins":[{"name":"pa"},{"name":"pb"},{"name":"pc","disabled":true}]}`), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct{ route, want string }{
+		{`{"plugins":[{"name":"pb","disabled":true}]}`, "pa,-pb,-pc"},
+		{`{"plugins":[{"name":"pc"}]}`, "pa,pb,pc"},
+		{`{"plugins":[{"name":"px"}]}`, "pa,pb,-pc,px"},
+		{`{"plugins":[{"name":"pa"},{"name":"px"}]}`, "pa,px,pb,-pc"},
+		{`{"plugins":[{"name":"px"},{"name":"pb"},{"name":"py"}]}`, "pa,px,pb,py,-pc"},
+		{`{"plugins":[{"name":"py","disabled":true}]}`, "pa,pb,-pc"},
+	}
+	for _, tc := range cases {
+		route, err := config.ParseChain([]byte(tc.route), true)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.route, err)
+		}
+		got, err := config.Merge(parent, route)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if names(got) != tc.want {
+			t.Errorf("route %s: got %s, want %s", tc.route, names(got), tc.want)
+		}
+	}
+}
+
+func TestMergeRouteConfigWins(t *testing.T) {
+	parent, _ := config.ParseChain([]byte(`{"plugins":[{"name":"cfgtest","config":{"name":"parent"}}]}`), false)
+	route, _ := config.ParseChain([]byte(`{"plugins":[{"name":"cfgtest","config":{"port":1}}]}`), true)
+	got, _ := config.Merge(parent, route)
+	c := got[0].Config.(*testConfig)
+	if c.Name != "default" || c.Port != 1 {
+		t.Errorf("route config should replace the parent's whole: %+v", c)
+	}
+}
+
+func TestAnyToJSONAcceptsTypedStructForms(t *testing.T) {
+	a, err := config.TypedStruct(`{"a": 1, "b": ["x"]}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := config.AnyToJSON(a)
+	if err != nil || !strings.Contains(string(j), `"b"`) {
+		t.Errorf("%s %v", j, err)
+	}
+	if j, _ := config.AnyToJSON(nil); string(j) != "{}" {
+		t.Errorf("nil: %s", j)
+	}
+}

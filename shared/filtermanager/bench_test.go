@@ -1,0 +1,151 @@
+package filtermanager_test
+
+import (
+	"fmt"
+	"testing"
+
+	envoy "github.com/envoyproxy/envoy/contrib/golang/common/go/api"
+
+	"github.com/moeproxy/moe/shared/api"
+	"github.com/moeproxy/moe/shared/fakehost"
+	"github.com/moeproxy/moe/shared/filtermanager"
+)
+
+// trivial is a stateless plugin doing the least a real one does: read a
+// request header, look at the response status, see the access log.
+type trivial struct{}
+
+func (trivial) OnReceive(_ api.Context, h api.RequestHeaderMap, _ api.Buffer, _ api.HeaderMap) api.Status {
+	h.Get("x-user")
+	return api.Continue
+}
+
+func (trivial) Append(_ api.Context, h api.ResponseHeaderMap, _ api.Buffer, _ api.HeaderMap) api.Status {
+	h.Status()
+	return api.Continue
+}
+
+func (trivial) Log(api.Context, api.RequestHeaderMap, api.ResponseHeaderMap, api.RequestInfo) {}
+
+var benchReq = fakehost.Request{Headers: [][2]string{{"x-user", "alice"}, {"user-agent", "bench"}}}
+
+func runBench(b *testing.B, factory envoy.StreamFilterFactory, cfg any) {
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		res := fakehost.Do(factory, cfg, benchReq)
+		if res.Status != 200 {
+			b.Fatalf("status %d %v", res.Status, res.Violations)
+		}
+	}
+}
+
+func passThrough(any, envoy.FilterCallbackHandler) envoy.StreamFilter {
+	return &envoy.PassThroughStreamFilter{}
+}
+
+// BenchmarkChain measures the chain over the fake host. The Baseline case is a
+// bare envoy.PassThroughStreamFilter driven by the same fake host in the same
+// run: subtract it to get the framework's own cost (the report does that).
+func BenchmarkChain(b *testing.B) {
+	b.Run("baseline-passthrough", func(b *testing.B) { runBench(b, passThrough, nil) })
+	modes := []struct {
+		name  string
+		block api.Blocking
+	}{
+		{"sync", 0},
+		{"async-recv", api.BlockReceive},
+		{"async-all", api.BlockReceive | api.BlockSend},
+	}
+	for _, m := range modes {
+		for _, n := range []int{1, 5, 10} {
+			b.Run(fmt.Sprintf("%s/%d", m.name, n), func(b *testing.B) {
+				names := make([]string, n)
+				for i := range names {
+					names[i] = plugin(b, api.Needs{MayBlock: m.block}, trivial{})
+				}
+				cfg := mustChain(b, names...)
+				runBench(b, filtermanager.Factory, cfg)
+			})
+		}
+	}
+}
+
+// BenchmarkLean is the same over fakehost.Bench, a minimal reusable fake (like
+// a Go mock of Envoy): the numbers are close to the framework's own cost.
+func BenchmarkLean(b *testing.B) {
+	run := func(b *testing.B, factory envoy.StreamFilterFactory, cfg any) {
+		fb := fakehost.NewBench(factory, cfg, [2]string{"x-user", "alice"})
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			if st := fb.Run(); st != envoy.Continue {
+				b.Fatalf("status %d", st)
+			}
+		}
+	}
+	b.Run("baseline-passthrough", func(b *testing.B) { run(b, passThrough, nil) })
+	modes := []struct {
+		name  string
+		block api.Blocking
+	}{
+		{"sync", 0},
+		{"async-recv", api.BlockReceive},
+		{"async-all", api.BlockReceive | api.BlockSend},
+	}
+	for _, m := range modes {
+		for _, n := range []int{1, 5, 10} {
+			b.Run(fmt.Sprintf("%s/%d", m.name, n), func(b *testing.B) {
+				names := make([]string, n)
+				for i := range names {
+					names[i] = plugin(b, api.Needs{MayBlock: m.block}, trivial{})
+				}
+				run(b, filtermanager.Factory, mustChain(b, names...))
+			})
+		}
+	}
+}
+
+// streamer is trivial in all four phases: headers and body chunks, both ways.
+type streamer struct{ trivial }
+
+func (streamer) OnReceiveData(_ api.Context, c api.Buffer, _ bool) api.Status {
+	c.Len()
+	return api.Continue
+}
+
+func (streamer) AppendData(_ api.Context, c api.Buffer, _ bool) api.Status {
+	c.Len()
+	return api.Continue
+}
+
+// BenchmarkFourPhases: a request and a response with a body, the plugins
+// implement DecodeHeaders, DecodeData, EncodeHeaders and EncodeData (plus the
+// log); "async" makes all four phases asynchronous.
+func BenchmarkFourPhases(b *testing.B) {
+	run := func(b *testing.B, factory envoy.StreamFilterFactory, cfg any) {
+		fb := fakehost.NewBench(factory, cfg, [2]string{"x-user", "alice"})
+		fb.WithBody = true
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			if st := fb.Run(); st != envoy.Continue {
+				b.Fatalf("status %d", st)
+			}
+		}
+	}
+	b.Run("baseline-passthrough", func(b *testing.B) { run(b, passThrough, nil) })
+	for _, m := range []struct {
+		name  string
+		block api.Blocking
+	}{{"sync", 0}, {"async", api.BlockReceive | api.BlockSend}} {
+		for _, n := range []int{1, 5, 10} {
+			b.Run(fmt.Sprintf("%s/%d", m.name, n), func(b *testing.B) {
+				names := make([]string, n)
+				for i := range names {
+					names[i] = plugin(b, api.Needs{MayBlock: m.block, RequestBody: api.StreamingBody, ResponseBody: api.StreamingBody}, streamer{})
+				}
+				run(b, filtermanager.Factory, mustChain(b, names...))
+			})
+		}
+	}
+}

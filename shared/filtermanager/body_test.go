@@ -1,0 +1,193 @@
+package filtermanager_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/moeproxy/moe/shared/api"
+	"github.com/moeproxy/moe/shared/fakehost"
+)
+
+// headerOnly records what it was given.
+func headerOnly(tag string, seen *[]string) recvF {
+	return recvF{func(_ api.Context, h api.RequestHeaderMap, b api.Buffer, _ api.HeaderMap) api.Status {
+		*seen = append(*seen, tag+":"+map[bool]string{true: "body", false: "nobody"}[b != nil])
+		appendHeader(h, "x-trace", tag)
+		return api.Continue
+	}}
+}
+
+func TestWholeBodyPluginGetsBodyOnceAndMayRewriteIt(t *testing.T) {
+	for _, block := range []api.Blocking{0, api.BlockReceive} {
+		var seen []string
+		a := plugin(t, api.Needs{}, headerOnly("a", &seen))
+		body := plugin(t, api.Needs{RequestBody: api.WholeBody, MayBlock: block}, recvF{func(ctx api.Context, h api.RequestHeaderMap, b api.Buffer, _ api.HeaderMap) api.Status {
+			seen = append(seen, "body:"+b.String())
+			appendHeader(h, "x-trace", "body") // headers are still writable with the body
+			b.Set([]byte(strings.ToUpper(b.String())))
+			return api.Continue
+		}})
+		c := plugin(t, api.Needs{}, headerOnly("c", &seen))
+		res := do(t, mustChain(t, a, body, c), fakehost.Request{Method: "POST", Body: []string{"he", "llo", " world"}})
+		if got := strings.Join(seen, " "); got != "a:nobody body:hello world c:body" {
+			t.Errorf("block=%v: calls %q", block, got)
+		}
+		if res.Upstream.Body != "HELLO WORLD" {
+			t.Errorf("upstream body %q", res.Upstream.Body)
+		}
+		if res.Upstream.Headers["x-trace"][0] != "a,body,c" {
+			t.Errorf("upstream x-trace %q", res.Upstream.Headers["x-trace"])
+		}
+		if res.BodyCopies != 1 || res.BodyWrites != 1 {
+			t.Errorf("body copies %d writes %d, want 1 and 1", res.BodyCopies, res.BodyWrites)
+		}
+	}
+}
+
+func TestHeadersOnlyChainDoesNotBufferOrTouchTheBody(t *testing.T) {
+	var seen []string
+	a := plugin(t, api.Needs{}, headerOnly("a", &seen))
+	res := do(t, mustChain(t, a), fakehost.Request{Method: "POST", Body: []string{"x", "y"}})
+	for _, s := range res.Statuses {
+		if strings.Contains(s, "StopAndBuffer") {
+			t.Errorf("buffered: %v", res.Statuses)
+		}
+	}
+	if res.Upstream.Body != "xy" || res.BodyCopies != 0 {
+		t.Errorf("body %q copies %d", res.Upstream.Body, res.BodyCopies)
+	}
+}
+
+// With trailers, Envoy forwards the body before Go sees the trailers, so a
+// whole-body plugin runs on the body (which it may change) without trailers.
+func TestWholeBodyWithTrailersRunsOnTheBody(t *testing.T) {
+	var gotBody string
+	var gotTrailers api.HeaderMap
+	p := plugin(t, api.Needs{RequestBody: api.WholeBody}, recvF{func(_ api.Context, _ api.RequestHeaderMap, b api.Buffer, tr api.HeaderMap) api.Status {
+		gotBody, gotTrailers = b.String(), tr
+		b.AppendString("!")
+		return api.Continue
+	}})
+	res := do(t, mustChain(t, p), fakehost.Request{Method: "POST", Body: []string{"ab", "c"}, Trailers: [][2]string{{"x-checksum", "42"}}})
+	if gotBody != "abc" || gotTrailers != nil {
+		t.Errorf("plugin saw body %q trailers %v", gotBody, gotTrailers)
+	}
+	if res.Upstream.Body != "abc!" || res.Upstream.Trailers["x-checksum"][0] != "42" {
+		t.Errorf("upstream body %q trailers %v", res.Upstream.Body, res.Upstream.Trailers)
+	}
+}
+
+func TestStreamingPluginSeesTrailersOnTheLastChunk(t *testing.T) {
+	var last string
+	p := plugin(t, api.Needs{RequestBody: api.StreamingBody}, dataF{
+		recvF{func(api.Context, api.RequestHeaderMap, api.Buffer, api.HeaderMap) api.Status { return api.Continue }},
+		func(ctx api.Context, c api.Buffer, end bool) api.Status {
+			if end {
+				tr := ctx.Receiver().GetRequestTrailers()
+				v, _ := tr.Get("x-checksum")
+				last = c.String() + "|" + v
+				tr.Set("x-seen", "1")
+			}
+			return api.Continue
+		},
+	})
+	res := do(t, mustChain(t, p), fakehost.Request{Method: "POST", Body: []string{"ab"}, Trailers: [][2]string{{"x-checksum", "42"}}})
+	if last != "|42" || res.Upstream.Trailers["x-seen"][0] != "1" || res.Upstream.Body != "ab" {
+		t.Errorf("last %q upstream %+v", last, res.Upstream)
+	}
+}
+
+func TestBodyOverLimitIs413(t *testing.T) {
+	called := false
+	p := plugin(t, api.Needs{RequestBody: api.WholeBody, MaxRequestBody: 4}, recvF{func(api.Context, api.RequestHeaderMap, api.Buffer, api.HeaderMap) api.Status {
+		called = true
+		return api.Continue
+	}})
+	for _, withLength := range []bool{true, false} {
+		req := fakehost.Request{Method: "POST", Body: []string{"12345"}}
+		if withLength {
+			req.Headers = [][2]string{{"content-length", "5"}}
+		}
+		res := do(t, mustChain(t, p), req)
+		if res.Status != 413 || called {
+			t.Errorf("content-length=%v: status %d, plugin called %v", withLength, res.Status, called)
+		}
+	}
+}
+
+func TestResponseBodyOverLimitIs500(t *testing.T) {
+	p := plugin(t, api.Needs{ResponseBody: api.WholeBody, MaxResponseBody: 2}, sendF{func(api.Context, api.ResponseHeaderMap, api.Buffer, api.HeaderMap) api.Status {
+		return api.Continue
+	}})
+	res := do(t, mustChain(t, p), fakehost.Request{Upstream: func(*fakehost.Upstream) fakehost.Response {
+		return fakehost.Response{Status: 200, Body: []string{"too", "big"}}
+	}})
+	if res.Status != 500 {
+		t.Errorf("status %d", res.Status)
+	}
+}
+
+func TestWholeResponseBodyRewrite(t *testing.T) {
+	for _, block := range []api.Blocking{0, api.BlockSend} {
+		p := plugin(t, api.Needs{ResponseBody: api.WholeBody, MayBlock: block}, sendF{func(_ api.Context, h api.ResponseHeaderMap, b api.Buffer, _ api.HeaderMap) api.Status {
+			h.Set("x-len", b.String())
+			b.SetString("[" + b.String() + "]")
+			return api.Continue
+		}})
+		res := do(t, mustChain(t, p), fakehost.Request{Upstream: func(*fakehost.Upstream) fakehost.Response {
+			return fakehost.Response{Status: 201, Body: []string{"a", "b"}}
+		}})
+		if res.Status != 201 || res.Body != "[ab]" || res.Headers["x-len"][0] != "ab" {
+			t.Errorf("block=%v: got %d %q %v", block, res.Status, res.Body, res.Headers)
+		}
+	}
+}
+
+func TestStreamingPluginSeesEachChunk(t *testing.T) {
+	for _, block := range []api.Blocking{0, api.BlockReceive} {
+		testStreaming(t, block)
+	}
+}
+
+func testStreaming(t *testing.T, block api.Blocking) {
+	var chunks []string
+	p := plugin(t, api.Needs{RequestBody: api.StreamingBody, MayBlock: block}, dataF{
+		recvF{func(api.Context, api.RequestHeaderMap, api.Buffer, api.HeaderMap) api.Status { return api.Continue }},
+		func(_ api.Context, c api.Buffer, end bool) api.Status {
+			chunks = append(chunks, c.String()+map[bool]string{true: "$", false: ""}[end])
+			c.SetString(strings.ToUpper(c.String()))
+			return api.Continue
+		},
+	})
+	res := do(t, mustChain(t, p), fakehost.Request{Method: "POST", Body: []string{"a", "b", "c"}})
+	if strings.Join(chunks, ",") != "a,b,c$" || res.Upstream.Body != "ABC" {
+		t.Errorf("block=%v: chunks %q upstream %q", block, chunks, res.Upstream.Body)
+	}
+}
+
+func TestStreamingPluginSeesWholeBodyWhenAnotherPluginBuffers(t *testing.T) {
+	var seen []string
+	stream := plugin(t, api.Needs{RequestBody: api.StreamingBody}, dataF{
+		recvF{func(api.Context, api.RequestHeaderMap, api.Buffer, api.HeaderMap) api.Status {
+			seen = append(seen, "stream:headers")
+			return api.Continue
+		}},
+		func(_ api.Context, c api.Buffer, end bool) api.Status {
+			seen = append(seen, fmt.Sprintf("stream:%s:%v", c.String(), end))
+			c.AppendString("+s")
+			return api.Continue
+		},
+	})
+	whole := plugin(t, api.Needs{RequestBody: api.WholeBody, MayBlock: api.BlockReceive}, recvF{func(_ api.Context, _ api.RequestHeaderMap, b api.Buffer, _ api.HeaderMap) api.Status {
+		seen = append(seen, "whole:"+b.String())
+		return api.Continue
+	}})
+	res := do(t, mustChain(t, stream, whole), fakehost.Request{Method: "POST", Body: []string{"a", "b"}})
+	if got := strings.Join(seen, " "); got != "stream:headers stream:ab:true whole:ab+s" {
+		t.Errorf("calls %q", got)
+	}
+	if res.Upstream.Body != "ab+s" {
+		t.Errorf("upstream %q", res.Upstream.Body)
+	}
+}

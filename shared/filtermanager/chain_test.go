@@ -1,0 +1,237 @@
+package filtermanager_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/moeproxy/moe/shared/api"
+	"github.com/moeproxy/moe/shared/fakehost"
+)
+
+func tracer(tag string) bothF {
+	return bothF{
+		recvF{func(ctx api.Context, h api.RequestHeaderMap, _ api.Buffer, _ api.HeaderMap) api.Status {
+			appendHeader(h, "x-trace", tag)
+			return api.Continue
+		}},
+		sendF{func(ctx api.Context, h api.ResponseHeaderMap, _ api.Buffer, _ api.HeaderMap) api.Status {
+			appendHeader(h, "x-trace", tag)
+			return api.Continue
+		}},
+	}
+}
+
+func TestDecodeRunsInOrderAndEncodeInReverse(t *testing.T) {
+	for _, block := range []api.Blocking{0, api.BlockReceive | api.BlockSend} {
+		a := plugin(t, api.Needs{MayBlock: block}, tracer("a"))
+		b := plugin(t, api.Needs{}, tracer("b"))
+		c := plugin(t, api.Needs{MayBlock: block}, tracer("c"))
+		res := do(t, mustChain(t, a, b, c), fakehost.Request{})
+		if got := res.Upstream.Headers["x-trace"]; len(got) != 1 || got[0] != "a,b,c" {
+			t.Errorf("block=%v: upstream x-trace = %q, want a,b,c", block, got)
+		}
+		if got := res.Headers["x-trace"]; len(got) != 1 || got[0] != "c,b,a" {
+			t.Errorf("block=%v: response x-trace = %q, want c,b,a", block, got)
+		}
+	}
+}
+
+func TestPhaseRunsSyncUnlessAPluginMayBlock(t *testing.T) {
+	cases := []struct {
+		name      string
+		blocks    []api.Blocking
+		wantAsync int
+	}{
+		{"no plugin blocks", []api.Blocking{0, 0}, 0},
+		{"receive blocks", []api.Blocking{0, api.BlockReceive}, 1},
+		{"send blocks", []api.Blocking{api.BlockSend, 0}, 1},
+		{"both block", []api.Blocking{api.BlockReceive, api.BlockSend}, 2},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var names []string
+			for _, b := range tc.blocks {
+				names = append(names, plugin(t, api.Needs{MayBlock: b}, tracer("x")))
+			}
+			res := do(t, mustChain(t, names...), fakehost.Request{})
+			if res.Continues != tc.wantAsync {
+				t.Errorf("async continues = %d, want %d (statuses %v)", res.Continues, tc.wantAsync, res.Statuses)
+			}
+			if res.Status != 200 {
+				t.Errorf("status %d", res.Status)
+			}
+		})
+	}
+}
+
+func TestPhaseNobodyImplementsCostsNothing(t *testing.T) {
+	calls := 0
+	r := plugin(t, api.Needs{}, recvF{func(api.Context, api.RequestHeaderMap, api.Buffer, api.HeaderMap) api.Status {
+		calls++
+		return api.Continue
+	}})
+	res := do(t, mustChain(t, r), fakehost.Request{Body: []string{"a", "b"}})
+	if calls != 1 {
+		t.Fatalf("OnReceive calls = %d", calls)
+	}
+	// Encode and data phases: no plugin, no header copy, no SDK call at all.
+	if res.HeaderCopies != 0 || res.BodyCopies != 0 {
+		t.Errorf("copies: headers %d body %d, want 0", res.HeaderCopies, res.BodyCopies)
+	}
+}
+
+func TestHeadersCopiedOncePerPhase(t *testing.T) {
+	reader := recvF{func(_ api.Context, h api.RequestHeaderMap, _ api.Buffer, _ api.HeaderMap) api.Status {
+		for _, k := range []string{"x-a", "x-b", ":path", "x-missing", "X-A"} {
+			h.Get(k)
+		}
+		h.Values("x-b")
+		return api.Continue
+	}}
+	names := []string{plugin(t, api.Needs{}, reader), plugin(t, api.Needs{}, reader), plugin(t, api.Needs{MayBlock: api.BlockReceive}, reader)}
+	res := do(t, mustChain(t, names...), fakehost.Request{Headers: [][2]string{{"x-a", "1"}, {"x-b", "2"}}})
+	if res.HeaderCopies != 1 {
+		t.Errorf("header copies = %d, want 1", res.HeaderCopies)
+	}
+}
+
+// What is coalesced: all plugin writes of a phase stay in Go and reach Envoy
+// once per changed key when the phase ends. Writes that end where they began
+// reach Envoy not at all.
+func TestHeaderWritesAreCoalesced(t *testing.T) {
+	cases := []struct {
+		name       string
+		steps      []func(h api.HeaderMap)
+		wantWrites int
+		check      func(t *testing.T, up map[string][]string)
+	}{
+		{"three plugins set the same header", []func(api.HeaderMap){
+			func(h api.HeaderMap) { h.Set("x-v", "1") },
+			func(h api.HeaderMap) { h.Set("x-v", "2") },
+			func(h api.HeaderMap) { h.Set("X-V", "3") },
+		}, 1, func(t *testing.T, up map[string][]string) {
+			if up["x-v"][0] != "3" {
+				t.Errorf("x-v = %q", up["x-v"])
+			}
+		}},
+		{"set then delete a new header", []func(api.HeaderMap){
+			func(h api.HeaderMap) { h.Set("x-tmp", "1") },
+			func(h api.HeaderMap) { h.Del("x-tmp") },
+		}, 0, nil},
+		{"set to the current value", []func(api.HeaderMap){
+			func(h api.HeaderMap) { h.Set("x-a", "1") },
+		}, 0, nil},
+		{"add two values", []func(api.HeaderMap){
+			func(h api.HeaderMap) { h.Add("x-m", "1") },
+			func(h api.HeaderMap) { h.Add("x-m", "2") },
+		}, 2, func(t *testing.T, up map[string][]string) {
+			if strings.Join(up["x-m"], ",") != "1,2" {
+				t.Errorf("x-m = %q", up["x-m"])
+			}
+		}},
+		{"delete an existing header", []func(api.HeaderMap){
+			func(h api.HeaderMap) { h.Del("x-a") },
+		}, 1, func(t *testing.T, up map[string][]string) {
+			if _, ok := up["x-a"]; ok {
+				t.Errorf("x-a still there")
+			}
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var names []string
+			for _, step := range tc.steps {
+				step := step
+				names = append(names, plugin(t, api.Needs{}, recvF{func(_ api.Context, h api.RequestHeaderMap, _ api.Buffer, _ api.HeaderMap) api.Status {
+					step(h)
+					return api.Continue
+				}}))
+			}
+			res := do(t, mustChain(t, names...), fakehost.Request{Headers: [][2]string{{"x-a", "1"}}})
+			if res.HeaderWrites != tc.wantWrites {
+				t.Errorf("Envoy header writes = %d, want %d", res.HeaderWrites, tc.wantWrites)
+			}
+			if tc.check != nil {
+				tc.check(t, res.Upstream.Headers)
+			}
+		})
+	}
+}
+
+func TestReadsSeeEarlierPluginsWrites(t *testing.T) {
+	w := plugin(t, api.Needs{}, recvF{func(_ api.Context, h api.RequestHeaderMap, _ api.Buffer, _ api.HeaderMap) api.Status {
+		h.Set("x-new", "v")
+		h.Del("x-a")
+		h.SetPath("/rewritten")
+		return api.Continue
+	}})
+	var got []string
+	r := plugin(t, api.Needs{MayBlock: api.BlockReceive}, recvF{func(_ api.Context, h api.RequestHeaderMap, _ api.Buffer, _ api.HeaderMap) api.Status {
+		v, _ := h.Get("x-new")
+		_, hasA := h.Get("x-a")
+		n := 0
+		h.Range(func(k, v string) bool { n++; return true })
+		got = append(got, v, h.Path(), map[bool]string{true: "a", false: "-"}[hasA])
+		if n != 5 { // 4 pseudo + x-new
+			t.Errorf("Range saw %d pairs", n)
+		}
+		return api.Continue
+	}})
+	res := do(t, mustChain(t, w, r), fakehost.Request{Headers: [][2]string{{"x-a", "1"}}})
+	if strings.Join(got, " ") != "v /rewritten -" {
+		t.Errorf("second plugin saw %q", got)
+	}
+	if res.Upstream.Headers[":path"][0] != "/rewritten" {
+		t.Errorf("upstream path %q", res.Upstream.Headers[":path"])
+	}
+}
+
+func TestBeforeRouteChangesClearTheRouteCache(t *testing.T) {
+	router := func(h map[string][]string) (string, string) {
+		if len(h["x-canary"]) > 0 {
+			return "canary", "c2"
+		}
+		return "main", "c1"
+	}
+	for _, mark := range []bool{true, false} {
+		br := plugin(t, api.Needs{Phase: api.BeforeRoute}, recvF{func(_ api.Context, h api.RequestHeaderMap, _ api.Buffer, _ api.HeaderMap) api.Status {
+			if mark {
+				h.Set("x-canary", "1")
+			}
+			return api.Continue
+		}})
+		var route, cluster string
+		ar := plugin(t, api.Needs{}, recvF{func(ctx api.Context, _ api.RequestHeaderMap, _ api.Buffer, _ api.HeaderMap) api.Status {
+			route = ctx.Receiver().Route().RouteName()
+			cluster = ctx.Receiver().Route().ClusterName()
+			return api.Continue
+		}})
+		// Listed AfterRoute first: BeforeRoute plugins still run first.
+		res := do(t, mustChain(t, ar, br), fakehost.Request{Router: router})
+		wantRoute, wantClears := "main", 0
+		if mark {
+			wantRoute, wantClears = "canary", 1
+		}
+		if route != wantRoute || res.RouteClears != wantClears {
+			t.Errorf("mark=%v: route %q cluster %q clears %d, want %q and %d clears", mark, route, cluster, res.RouteClears, wantRoute, wantClears)
+		}
+		if res.Upstream.Route != wantRoute {
+			t.Errorf("mark=%v: upstream route %q", mark, res.Upstream.Route)
+		}
+	}
+}
+
+func TestLongChainKeepsOrder(t *testing.T) {
+	var names []string
+	tags := []string{"p1", "p2", "p3", "p4", "p5", "p6", "p7"}
+	for i, tag := range tags {
+		names = append(names, plugin(t, api.Needs{MayBlock: api.Blocking(i % 2)}, tracer(tag)))
+	}
+	res := do(t, mustChain(t, names...), fakehost.Request{})
+	if got := res.Upstream.Headers["x-trace"][0]; got != strings.Join(tags, ",") {
+		t.Errorf("decode order %q", got)
+	}
+	if got := res.Headers["x-trace"][0]; got != "p7,p6,p5,p4,p3,p2,p1" {
+		t.Errorf("encode order %q", got)
+	}
+}

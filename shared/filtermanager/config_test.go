@@ -1,0 +1,112 @@
+package filtermanager_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/moeproxy/moe/shared/api"
+	"github.com/moeproxy/moe/shared/fakehost"
+	"github.com/moeproxy/moe/shared/filtermanager"
+	"github.com/moeproxy/moe/shared/registry"
+)
+
+type tagConfig struct {
+	Tag string `json:"tag"`
+}
+
+func (c *tagConfig) Validate() error {
+	if c.Tag == "" {
+		return api.FieldErrorf("tag", "must not be empty")
+	}
+	return nil
+}
+
+func tagPlugin(t *testing.T, name string) {
+	registry.Register(registry.Plugin{
+		Name:      name,
+		NewConfig: func() any { return &tagConfig{Tag: name} },
+		Factory: registry.Typed(func(c *tagConfig) api.Filter {
+			return recvF{func(_ api.Context, h api.RequestHeaderMap, _ api.Buffer, _ api.HeaderMap) api.Status {
+				appendHeader(h, "x-trace", c.Tag)
+				return api.Continue
+			}}
+		}),
+	})
+	t.Cleanup(func() { registry.Unregister(name) })
+}
+
+func TestPerRouteConfigMergesByName(t *testing.T) {
+	for _, n := range []string{"ma", "mb", "mc", "md"} {
+		tagPlugin(t, n)
+	}
+	base, err := fakehost.NewChain(`{"plugins":[{"name":"ma"},{"name":"mb","config":{"tag":"B"}},{"name":"mc","disabled":true}]}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct{ route, want string }{
+		{``, "ma,B"},
+		{`{"plugins":[{"name":"mb","disabled":true}]}`, "ma"},
+		{`{"plugins":[{"name":"mc"}]}`, "ma,B,mc"},
+		{`{"plugins":[{"name":"mb","config":{"tag":"B2"}},{"name":"md","config":{"tag":"D"}}]}`, "ma,B2,D"},
+		{`{"plugins":[{"name":"md"},{"name":"ma"}]}`, "md,ma,B"},
+	}
+	for _, tc := range cases {
+		r := base
+		if tc.route != "" {
+			if r, err = base.WithRoute(tc.route); err != nil {
+				t.Fatalf("%s: %v", tc.route, err)
+			}
+		}
+		res := r.Do(fakehost.Request{})
+		if got := strings.Join(res.Upstream.Headers["x-trace"], ""); got != tc.want {
+			t.Errorf("route %s: trace %q, want %q", tc.route, got, tc.want)
+		}
+	}
+}
+
+func TestInvalidConfigIsRejectedAsAWhole(t *testing.T) {
+	tagPlugin(t, "ra")
+	tagPlugin(t, "rb")
+	_, err := fakehost.ParseFilter(filtermanager.Parser{}, `{"plugins":[{"name":"ra"},{"name":"rb","config":{"tag":""}}]}`)
+	if err == nil || !strings.Contains(err.Error(), `plugin "rb": field tag: must not be empty`) {
+		t.Errorf("error %v", err)
+	}
+	if _, err := fakehost.ParseRoute(filtermanager.Parser{}, `{"plugins":[{"name":"rb","config":{"tga":"x"}}]}`); err == nil {
+		t.Error("bad route config accepted")
+	}
+}
+
+func TestEachPluginIsAlsoItsOwnFilter(t *testing.T) {
+	tagPlugin(t, "solo")
+	p, _ := registry.Get("solo")
+	cfg, err := fakehost.ParseFilter(filtermanager.PluginParser{Plugin: p}, `{"tag":"S"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := do(t, cfg, fakehost.Request{})
+	if res.Upstream.Headers["x-trace"][0] != "S" {
+		t.Errorf("trace %v", res.Upstream.Headers["x-trace"])
+	}
+	route, err := fakehost.ParseRoute(filtermanager.PluginParser{Plugin: p}, `{"tag":"R"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res = do(t, filtermanager.PluginParser{Plugin: p}.Merge(cfg, route), fakehost.Request{})
+	if res.Upstream.Headers["x-trace"][0] != "R" {
+		t.Errorf("route trace %v", res.Upstream.Headers["x-trace"])
+	}
+}
+
+func TestPanicWhileParsingIsARejection(t *testing.T) {
+	calls := 0
+	registry.Register(registry.Plugin{Name: "parse-panic", NewConfig: func() any {
+		if calls++; calls > 1 { // the registry's own check is the first call
+			panic("bad")
+		}
+		return &tagConfig{}
+	}, Factory: func(any) api.Filter { return nil }})
+	t.Cleanup(func() { registry.Unregister("parse-panic") })
+	if _, err := fakehost.ParseFilter(filtermanager.Parser{}, `{"plugins":[{"name":"parse-panic"}]}`); err == nil {
+		t.Error("accepted")
+	}
+}

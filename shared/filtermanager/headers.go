@@ -1,0 +1,325 @@
+package filtermanager
+
+import (
+	"strconv"
+
+	envoy "github.com/envoyproxy/envoy/contrib/golang/common/go/api"
+
+	"github.com/moeproxy/moe/shared/api"
+)
+
+// headerMap is the plugin-facing header (or trailer) map of one side of the
+// stream. Every method takes the stream mutex and checks ownership first, so a
+// goroutine that outlives its phase gets a *StreamError instead of reaching the
+// SDK (and C) or racing the phase that owns the stream.
+//
+// Reads go to the SDK map, which copies all headers from Envoy in one cgo call
+// on first use and then serves from Go memory: at most one copy per phase.
+//
+// Writes are coalesced: Set/Add/Del only change `pending` (Go memory). flush
+// sends the final state of each changed key to Envoy when the chain hands the
+// stream back (or before Envoy must see them: route cache clear). So N plugins
+// setting the same header cost one Envoy write; a header set and then deleted
+// costs one Del (or nothing if Envoy never had it); a value equal to what Envoy
+// has costs nothing. Order of first change is kept so new headers are appended
+// in a stable order.
+type headerMap struct {
+	s        *stream
+	env      envoy.HeaderMap
+	w        *pendingWrites // nil until the first write: keeps the stream small
+	kind     objKind
+	writable bool
+	// routeDirty: request headers changed since the last route refresh.
+	routeDirty bool
+}
+
+type pendingWrites struct {
+	m     map[string][]string // nil slice: deleted
+	order []string
+}
+
+// objKind names a header map or body in errors without storing a string per
+// request.
+type objKind uint8
+
+const (
+	reqHeaders objKind = iota
+	reqTrailers
+	reqBody
+	respHeaders
+	respTrailers
+	respBody
+)
+
+var kindNames = [...]string{"request headers", "request trailers", "request body", "response headers", "response trailers", "response body"}
+
+func (k objKind) String() string { return kindNames[k] }
+
+func (h *headerMap) attach(env envoy.HeaderMap, writable bool) {
+	h.env = env
+	h.writable = writable
+}
+
+func (h *headerMap) check(op string, write bool) error {
+	s := h.s
+	switch {
+	case s.destroyed:
+		return &api.StreamError{Op: h.kind.String() + " " + op, Err: api.ErrDestroyed}
+	case !s.ownedLocked():
+		return &api.StreamError{Op: h.kind.String() + " " + op, Err: api.ErrReleased}
+	case h.env == nil:
+		return &api.StreamError{Op: h.kind.String() + " " + op, Err: api.ErrUnavailable}
+	case write && !h.writable:
+		return &api.StreamError{Op: h.kind.String() + " " + op, Err: api.ErrReadOnly}
+	}
+	return nil
+}
+
+func (h *headerMap) valuesLocked(k string) []string {
+	if h.w != nil {
+		if vs, ok := h.w.m[k]; ok {
+			return vs
+		}
+	}
+	return h.env.Values(k)
+}
+
+func (h *headerMap) Get(key string) (string, bool) {
+	k := api.LowerKey(key)
+	h.s.mu.Lock()
+	defer h.s.mu.Unlock()
+	if err := h.check("Get", false); err != nil {
+		panic(err)
+	}
+	if h.w != nil {
+		if vs, ok := h.w.m[k]; ok {
+			if len(vs) == 0 {
+				return "", false
+			}
+			return vs[0], true
+		}
+	}
+	return h.env.Get(k)
+}
+
+func (h *headerMap) Values(key string) []string {
+	k := api.LowerKey(key)
+	h.s.mu.Lock()
+	defer h.s.mu.Unlock()
+	if err := h.check("Values", false); err != nil {
+		panic(err)
+	}
+	vs := h.valuesLocked(k)
+	if len(vs) == 0 {
+		return nil
+	}
+	return append([]string(nil), vs...)
+}
+
+func (h *headerMap) setLocked(k string, vs []string) {
+	if h.w == nil {
+		h.w = &pendingWrites{m: make(map[string][]string, 4)}
+	}
+	if _, seen := h.w.m[k]; !seen {
+		h.w.order = append(h.w.order, k)
+	}
+	h.w.m[k] = vs
+	h.routeDirty = true
+}
+
+func (h *headerMap) changed(k string) bool {
+	if h.w == nil {
+		return false
+	}
+	_, ok := h.w.m[k]
+	return ok
+}
+
+func (h *headerMap) Set(key, value string) error {
+	k := api.LowerKey(key)
+	h.s.mu.Lock()
+	defer h.s.mu.Unlock()
+	if err := h.check("Set", true); err != nil {
+		return err
+	}
+	h.setLocked(k, []string{value})
+	return nil
+}
+
+func (h *headerMap) Add(key, value string) error {
+	k := api.LowerKey(key)
+	h.s.mu.Lock()
+	defer h.s.mu.Unlock()
+	if err := h.check("Add", true); err != nil {
+		return err
+	}
+	old := h.valuesLocked(k)
+	vs := make([]string, len(old), len(old)+1)
+	copy(vs, old)
+	h.setLocked(k, append(vs, value))
+	return nil
+}
+
+func (h *headerMap) Del(key string) error {
+	k := api.LowerKey(key)
+	h.s.mu.Lock()
+	defer h.s.mu.Unlock()
+	if err := h.check("Del", true); err != nil {
+		return err
+	}
+	h.setLocked(k, nil)
+	return nil
+}
+
+type kv struct{ k, v string }
+
+// snapshotLocked returns the current pairs, pending changes applied.
+func (h *headerMap) snapshotLocked() []kv {
+	out := make([]kv, 0, 16)
+	h.env.Range(func(k, v string) bool {
+		if !h.changed(k) {
+			out = append(out, kv{k, v})
+		}
+		return true
+	})
+	if h.w != nil {
+		for _, k := range h.w.order {
+			for _, v := range h.w.m[k] {
+				out = append(out, kv{k, v})
+			}
+		}
+	}
+	return out
+}
+
+// Range iterates over a snapshot, so f may call the map's other methods.
+func (h *headerMap) Range(f func(key, value string) bool) {
+	h.s.mu.Lock()
+	if err := h.check("Range", false); err != nil {
+		h.s.mu.Unlock()
+		panic(err)
+	}
+	snap := h.snapshotLocked()
+	h.s.mu.Unlock()
+	for _, p := range snap {
+		if !f(p.k, p.v) {
+			return
+		}
+	}
+}
+
+func (h *headerMap) Len() int {
+	h.s.mu.Lock()
+	defer h.s.mu.Unlock()
+	if err := h.check("Len", false); err != nil {
+		panic(err)
+	}
+	n := 0
+	last := ""
+	h.env.Range(func(k, _ string) bool {
+		if k != last {
+			last = k
+			if !h.changed(k) {
+				n++
+			}
+		}
+		return true
+	})
+	if h.w != nil {
+		for _, k := range h.w.order {
+			if len(h.w.m[k]) > 0 {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// replaceAll implements Set{Request,Response}Headers/Trailers: every key not in
+// src is deleted (pseudo headers are kept unless src has them).
+func (h *headerMap) replaceAll(src api.HeaderMap) error {
+	want := map[string][]string{}
+	if src != nil {
+		src.Range(func(k, v string) bool {
+			k = api.LowerKey(k)
+			want[k] = append(want[k], v)
+			return true
+		})
+	}
+	h.s.mu.Lock()
+	defer h.s.mu.Unlock()
+	if err := h.check("replace", true); err != nil {
+		return err
+	}
+	for _, p := range h.snapshotLocked() {
+		if _, keep := want[p.k]; !keep && (len(p.k) == 0 || p.k[0] != ':') {
+			h.setLocked(p.k, nil)
+		}
+	}
+	for k, vs := range want {
+		h.setLocked(k, vs)
+	}
+	return nil
+}
+
+func equalValues(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// flushLocked writes pending changes to Envoy. It returns the number of SDK
+// write calls made (tests assert on it).
+func (h *headerMap) flushLocked() int {
+	if h.w == nil || len(h.w.order) == 0 || h.env == nil || !h.writable {
+		return 0
+	}
+	writes := 0
+	for _, k := range h.w.order {
+		vs := h.w.m[k]
+		cur := h.env.Values(k)
+		if equalValues(cur, vs) {
+			continue
+		}
+		if len(vs) == 0 {
+			h.env.Del(k)
+			writes++
+			continue
+		}
+		h.env.Set(k, vs[0])
+		writes++
+		for _, v := range vs[1:] {
+			h.env.Add(k, v)
+			writes++
+		}
+	}
+	clear(h.w.m)
+	h.w.order = h.w.order[:0]
+	return writes
+}
+
+func (h *headerMap) pseudo(name string) string {
+	v, _ := h.Get(name)
+	return v
+}
+
+func (h *headerMap) Method() string           { return h.pseudo(":method") }
+func (h *headerMap) Path() string             { return h.pseudo(":path") }
+func (h *headerMap) Host() string             { return h.pseudo(":authority") }
+func (h *headerMap) Scheme() string           { return h.pseudo(":scheme") }
+func (h *headerMap) SetMethod(v string) error { return h.Set(":method", v) }
+func (h *headerMap) SetPath(v string) error   { return h.Set(":path", v) }
+func (h *headerMap) SetHost(v string) error   { return h.Set(":authority", v) }
+
+func (h *headerMap) Status() int {
+	n, _ := strconv.Atoi(h.pseudo(":status"))
+	return n
+}
+
+func (h *headerMap) SetStatus(code int) error { return h.Set(":status", strconv.Itoa(code)) }

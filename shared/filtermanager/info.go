@@ -1,0 +1,143 @@
+package filtermanager
+
+import (
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/moeproxy/moe/shared/api"
+)
+
+// reqInfo and routeInfo are the stream seen as api.RequestInfo / api.RouteInfo
+// (pointer conversions: no allocation).
+type reqInfo stream
+type routeInfo stream
+
+func atoiStatus(s string) (int, error) { return strconv.Atoi(s) }
+
+// sdk runs an SDK stream-info read that never waits for Envoy's worker
+// (GetStringValue/GetIntegerValue read under Envoy's filter mutex). It runs
+// under the stream lock, so the phase that makes the call legal cannot end
+// while the call is in C. A panic from the SDK (the request ended) becomes a
+// *StreamError panic.
+func (s *stream) sdk(op string, fn func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.checkLocked(op); err != nil {
+		panic(err)
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			if api.IsStreamError(r) {
+				panic(r)
+			}
+			panic(&api.StreamError{Op: op, Err: api.ErrDestroyed})
+		}
+	}()
+	fn()
+}
+
+func (i *reqInfo) s() *stream { return (*stream)(i) }
+
+func (i *reqInfo) StartTime() time.Time    { return i.start }
+func (i *reqInfo) Duration() time.Duration { return time.Since(i.start) }
+
+func (i *reqInfo) Protocol() (p string) {
+	i.s().sdk("RequestInfo.Protocol", func() { p, _ = i.cb.StreamInfo().Protocol() })
+	return p
+}
+
+func (i *reqInfo) ResponseCode() (c int) {
+	i.s().sdk("RequestInfo.ResponseCode", func() {
+		v, ok := i.cb.StreamInfo().ResponseCode()
+		if ok {
+			c = int(v)
+		}
+	})
+	return c
+}
+
+func (i *reqInfo) DownstreamRemoteAddress() (a string) {
+	i.s().sdk("RequestInfo.DownstreamRemoteAddress", func() { a = i.cb.StreamInfo().DownstreamRemoteAddress() })
+	return a
+}
+
+func (i *reqInfo) DownstreamLocalAddress() (a string) {
+	i.s().sdk("RequestInfo.DownstreamLocalAddress", func() { a = i.cb.StreamInfo().DownstreamLocalAddress() })
+	return a
+}
+
+func (i *reqInfo) UpstreamHost() (a string) {
+	i.s().sdk("RequestInfo.UpstreamHost", func() { a, _ = i.cb.StreamInfo().UpstreamRemoteAddress() })
+	return a
+}
+
+func (i *reqInfo) UpstreamCluster() (a string) {
+	i.s().sdk("RequestInfo.UpstreamCluster", func() { a, _ = i.cb.StreamInfo().UpstreamClusterName() })
+	return a
+}
+
+// GetProperty may wait for Envoy's worker thread when called from a goroutine
+// (Envoy "yields" and answers from the worker). It must not hold the stream
+// lock meanwhile, since the worker may need it: ownership is checked first, and
+// a request that ends during the call gets ErrDestroyed.
+func (i *reqInfo) GetProperty(key string) (v string, err error) {
+	s := i.s()
+	if err := s.check("RequestInfo.GetProperty"); err != nil {
+		return "", err
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			v, err = "", &api.StreamError{Op: "RequestInfo.GetProperty", Err: api.ErrDestroyed}
+		}
+	}()
+	return s.cb.GetProperty(key)
+}
+
+func (r *routeInfo) s() *stream { return (*stream)(r) }
+
+// RouteName is cached per request until the route cache is cleared.
+func (r *routeInfo) RouteName() string {
+	s := r.s()
+	s.mu.Lock()
+	if s.route.haveName {
+		n := s.route.name
+		s.mu.Unlock()
+		return n
+	}
+	s.mu.Unlock()
+	var n string
+	s.sdk("Route.RouteName", func() {
+		n = s.cb.StreamInfo().GetRouteName()
+		s.route.name, s.route.haveName = n, true
+	})
+	return n
+}
+
+// ClusterName is the route's upstream cluster (xds.cluster_name), cached per
+// request until the route cache is cleared. It may wait for the worker, see
+// GetProperty.
+func (r *routeInfo) ClusterName() string {
+	s := r.s()
+	s.mu.Lock()
+	if s.route.haveClust {
+		n := s.route.cluster
+		s.mu.Unlock()
+		return n
+	}
+	s.mu.Unlock()
+	n, err := (*reqInfo)(s).GetProperty("xds.cluster_name")
+	if err != nil {
+		var se *api.StreamError
+		if errors.As(err, &se) {
+			panic(err)
+		}
+		n = ""
+	}
+	if n != "" { // not known yet (no route, or a host that sets it late): ask again later
+		s.mu.Lock()
+		s.route.cluster, s.route.haveClust = n, true
+		s.mu.Unlock()
+	}
+	return n
+}

@@ -1,0 +1,103 @@
+package filtermanager_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/moeproxy/moe/shared/api"
+	"github.com/moeproxy/moe/shared/fakehost"
+)
+
+func TestHijackReplyStopsTheChainAndRunsSenders(t *testing.T) {
+	for _, block := range []api.Blocking{0, api.BlockReceive} {
+		var after bool
+		deny := plugin(t, api.Needs{MayBlock: block}, recvF{func(ctx api.Context, _ api.RequestHeaderMap, _ api.Buffer, _ api.HeaderMap) api.Status {
+			if err := ctx.Receiver().SendHijackReplyWithBody(403, api.NewHeaders("x-reason", "nope"), "denied"); err != nil {
+				t.Errorf("reply: %v", err)
+			}
+			return api.Stop
+		}})
+		next := plugin(t, api.Needs{}, recvF{func(api.Context, api.RequestHeaderMap, api.Buffer, api.HeaderMap) api.Status {
+			after = true
+			return api.Continue
+		}})
+		cors := plugin(t, api.Needs{}, sendF{func(_ api.Context, h api.ResponseHeaderMap, _ api.Buffer, _ api.HeaderMap) api.Status {
+			h.Set("x-sender", "ran")
+			return api.Continue
+		}})
+		res := do(t, mustChain(t, cors, deny, next), fakehost.Request{})
+		if res.Status != 403 || res.Body != "denied" || after || res.Upstream != nil {
+			t.Errorf("block=%v: status %d body %q after=%v upstream=%v", block, res.Status, res.Body, after, res.Upstream)
+		}
+		if res.Headers["x-reason"][0] != "nope" || res.Headers["x-sender"][0] != "ran" {
+			t.Errorf("headers %v", res.Headers)
+		}
+		if !strings.Contains(res.LocalReply.Details, deny) {
+			t.Errorf("details %q", res.LocalReply.Details)
+		}
+	}
+}
+
+func TestStopWithoutReplyIs500NamingThePlugin(t *testing.T) {
+	bad := plugin(t, api.Needs{}, recvF{func(api.Context, api.RequestHeaderMap, api.Buffer, api.HeaderMap) api.Status {
+		return api.Stop
+	}})
+	res := do(t, mustChain(t, bad), fakehost.Request{})
+	if res.Status != 500 || !strings.Contains(res.Body, bad) {
+		t.Errorf("status %d body %q", res.Status, res.Body)
+	}
+}
+
+func TestSenderCanReplaceTheResponse(t *testing.T) {
+	p := plugin(t, api.Needs{}, sendF{func(ctx api.Context, h api.ResponseHeaderMap, _ api.Buffer, _ api.HeaderMap) api.Status {
+		if h.Status() == 502 {
+			ctx.Sender().SendHijackReplyWithBody(503, nil, "try later")
+			return api.Stop
+		}
+		return api.Continue
+	}})
+	res := do(t, mustChain(t, p), fakehost.Request{Upstream: func(*fakehost.Upstream) fakehost.Response { return fakehost.Response{Status: 502} }})
+	if res.Status != 503 || res.Body != "try later" {
+		t.Errorf("got %d %q", res.Status, res.Body)
+	}
+}
+
+func TestDirectResponseUsesStatusHeader(t *testing.T) {
+	p := plugin(t, api.Needs{}, recvF{func(ctx api.Context, _ api.RequestHeaderMap, _ api.Buffer, _ api.HeaderMap) api.Status {
+		ctx.Receiver().SendDirectResponse(api.NewHeaders(":status", "204", "x-direct", "1"), nil, nil)
+		return api.Stop
+	}})
+	res := do(t, mustChain(t, p), fakehost.Request{})
+	if res.Status != 204 || res.Headers["x-direct"][0] != "1" {
+		t.Errorf("got %d %v", res.Status, res.Headers)
+	}
+}
+
+func TestSecondReplyInAPhaseIsRefused(t *testing.T) {
+	var second error
+	p := plugin(t, api.Needs{}, recvF{func(ctx api.Context, _ api.RequestHeaderMap, _ api.Buffer, _ api.HeaderMap) api.Status {
+		ctx.Receiver().SendHijackReply(401, nil)
+		second = ctx.Receiver().SendHijackReply(402, nil)
+		return api.Stop
+	}})
+	res := do(t, mustChain(t, p), fakehost.Request{})
+	if res.Status != 401 || second == nil {
+		t.Errorf("status %d second reply err %v", res.Status, second)
+	}
+}
+
+func TestUpstreamOverrideHostIsAfterChooseHost(t *testing.T) {
+	p := plugin(t, api.Needs{}, recvF{func(ctx api.Context, _ api.RequestHeaderMap, _ api.Buffer, _ api.HeaderMap) api.Status {
+		if err := ctx.Receiver().SetUpstreamOverrideHost("10.1.2.3:8080", false); err != nil {
+			t.Errorf("override: %v", err)
+		}
+		if err := ctx.Receiver().SetUpstreamOverrideHost("not-an-ip", false); err == nil {
+			t.Errorf("bad host accepted")
+		}
+		return api.Continue
+	}})
+	res := do(t, mustChain(t, p), fakehost.Request{})
+	if res.Upstream.OverrideHost != "10.1.2.3:8080" {
+		t.Errorf("override %q", res.Upstream.OverrideHost)
+	}
+}

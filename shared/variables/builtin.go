@@ -1,0 +1,171 @@
+package variables
+
+import (
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/moeproxy/moe/shared/api"
+)
+
+func reqHeaders(ctx api.Context) api.RequestHeaderMap {
+	return ctx.Receiver().GetRequestHeaders()
+}
+
+func init() {
+	registerPrefix("header_", func(ctx api.Context, name string) (string, bool) {
+		h := reqHeaders(ctx)
+		if h == nil {
+			return "", false
+		}
+		return h.Get(name)
+	}, true)
+	registerPrefix("resp_header_", func(ctx api.Context, name string) (string, bool) {
+		h := ctx.Sender().GetResponseHeaders()
+		if h == nil {
+			return "", false
+		}
+		return h.Get(name)
+	}, true)
+	RegisterPrefix("arg_", func(ctx api.Context, name string) (string, bool) {
+		h := reqHeaders(ctx)
+		if h == nil {
+			return "", false
+		}
+		return queryArg(h.Path(), name)
+	})
+	RegisterPrefix("cookie_", func(ctx api.Context, name string) (string, bool) {
+		h := reqHeaders(ctx)
+		if h == nil {
+			return "", false
+		}
+		for _, line := range h.Values("cookie") {
+			if v, ok := cookie(line, name); ok {
+				return v, true
+			}
+		}
+		return "", false
+	})
+	Register("method", pseudo(func(h api.RequestHeaderMap) string { return h.Method() }))
+	Register("path", pseudo(func(h api.RequestHeaderMap) string {
+		p := h.Path()
+		if i := strings.IndexByte(p, '?'); i >= 0 {
+			p = p[:i]
+		}
+		return p
+	}))
+	Register("request_uri", pseudo(func(h api.RequestHeaderMap) string { return h.Path() }))
+	Register("query", pseudo(func(h api.RequestHeaderMap) string {
+		p := h.Path()
+		if i := strings.IndexByte(p, '?'); i >= 0 {
+			return p[i+1:]
+		}
+		return ""
+	}))
+	Register("host", pseudo(func(h api.RequestHeaderMap) string { return h.Host() }))
+	Register("scheme", pseudo(func(h api.RequestHeaderMap) string { return h.Scheme() }))
+	Register("remote_addr", func(ctx api.Context) (string, bool) {
+		a := ctx.Receiver().RequestInfo().DownstreamRemoteAddress()
+		return a, a != ""
+	})
+	Register("route_name", func(ctx api.Context) (string, bool) {
+		n := ctx.Receiver().Route().RouteName()
+		return n, n != ""
+	})
+	Register("cluster", func(ctx api.Context) (string, bool) {
+		n := ctx.Receiver().Route().ClusterName()
+		return n, n != ""
+	})
+	Register("consumer", func(ctx api.Context) (string, bool) {
+		if c := ctx.Consumer(); c != nil {
+			return c.Name, true
+		}
+		return "", false
+	})
+	Register("consumer_group", func(ctx api.Context) (string, bool) {
+		if c := ctx.Consumer(); c != nil && c.Group != "" {
+			return c.Group, true
+		}
+		return "", false
+	})
+	Register("status", func(ctx api.Context) (string, bool) {
+		if h := ctx.Sender().GetResponseHeaders(); h != nil {
+			if s := h.Status(); s != 0 {
+				return strconv.Itoa(s), true
+			}
+		}
+		if c := ctx.Receiver().RequestInfo().ResponseCode(); c != 0 {
+			return strconv.Itoa(c), true
+		}
+		return "", false
+	})
+	Register("duration_ms", func(ctx api.Context) (string, bool) {
+		d := ctx.Receiver().RequestInfo().Duration()
+		return strconv.FormatInt(d.Milliseconds(), 10), true
+	})
+	Register("request_id", func(ctx api.Context) (string, bool) {
+		id := ctx.RequestID()
+		return id, id != ""
+	})
+	Register("plugin", func(ctx api.Context) (string, bool) { return ctx.PluginName(), true })
+}
+
+func pseudo(f func(api.RequestHeaderMap) string) func(api.Context) (string, bool) {
+	return func(ctx api.Context) (string, bool) {
+		h := reqHeaders(ctx)
+		if h == nil {
+			return "", false
+		}
+		v := f(h)
+		return v, v != ""
+	}
+}
+
+// queryArg finds name in the query of path without building a map.
+func queryArg(path, name string) (string, bool) {
+	i := strings.IndexByte(path, '?')
+	if i < 0 {
+		return "", false
+	}
+	q := path[i+1:]
+	if j := strings.IndexByte(q, '#'); j >= 0 {
+		q = q[:j]
+	}
+	for q != "" {
+		var kv string
+		kv, q, _ = strings.Cut(q, "&")
+		k, v, _ := strings.Cut(kv, "=")
+		if k == name || (strings.ContainsAny(k, "%+") && unescape(k) == name) {
+			return unescape(v), true
+		}
+	}
+	return "", false
+}
+
+func unescape(s string) string {
+	if !strings.ContainsAny(s, "%+") {
+		return s
+	}
+	u, err := url.QueryUnescape(s)
+	if err != nil {
+		return s
+	}
+	return u
+}
+
+// cookie finds name in one Cookie header line.
+func cookie(line, name string) (string, bool) {
+	for line != "" {
+		var kv string
+		kv, line, _ = strings.Cut(line, ";")
+		kv = strings.TrimSpace(kv)
+		k, v, ok := strings.Cut(kv, "=")
+		if ok && k == name {
+			if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' {
+				v = v[1 : len(v)-1]
+			}
+			return v, true
+		}
+	}
+	return "", false
+}

@@ -1,0 +1,201 @@
+package extauth
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/moeproxy/moe/plugins/auth/internal/authn"
+	"github.com/moeproxy/moe/shared/api"
+)
+
+// Config of the ext-auth plugin. Field names follow Envoy's ext_authz HTTP
+// service where there is one. See README.md for the reference.
+type Config struct {
+	// URL of the authorization service ("http://127.0.0.1:9000" or with a base
+	// path). The check request goes to URL + path_prefix + the original :path
+	// (with its query), with the original method.
+	URL        string `json:"url"`
+	PathPrefix string `json:"path_prefix,omitempty"`
+	// Timeout of one check (Envoy's default, 200ms).
+	Timeout api.Duration `json:"timeout"`
+	// AllowedHeaders are the request headers sent to the service (Envoy always
+	// sends Authorization; so does the default here).
+	AllowedHeaders []string `json:"allowed_headers"`
+	// HeadersToAdd are static headers added to every check request (e.g. a key
+	// for the authorization service itself).
+	HeadersToAdd map[string]string `json:"headers_to_add,omitempty"`
+	// WithRequestBody sends the request body (buffered) to the service.
+	WithRequestBody *BodyConfig `json:"with_request_body,omitempty"`
+	// AllowedUpstreamHeaders are copied from an allowing (2xx) response to the
+	// upstream request. They are also removed from the client's request when
+	// the service does not send them, so a client cannot supply them itself.
+	AllowedUpstreamHeaders []string `json:"allowed_upstream_headers,omitempty"`
+	// AllowedClientHeaders are copied from a denying response to the client.
+	// Unset: every header except hop-by-hop ones, content-length and host (Envoy's default).
+	AllowedClientHeaders []string `json:"allowed_client_headers,omitempty"`
+	// MaxResponseBody caps the denial body relayed to the client (bytes).
+	MaxResponseBody int `json:"max_response_body"`
+	// FailureModeAllow lets requests through when the service fails (error,
+	// timeout); otherwise they get StatusOnError.
+	FailureModeAllow bool `json:"failure_mode_allow"`
+	// FailureModeAllowHeaderAdd adds x-envoy-auth-failure-mode-allowed: true
+	// upstream when a request passed because of FailureModeAllow.
+	FailureModeAllowHeaderAdd bool `json:"failure_mode_allow_header_add"`
+	// StatusOnError is the status when the service fails and
+	// FailureModeAllow is false (Envoy: 403).
+	StatusOnError int `json:"status_on_error"`
+	// ConsumerFromHeader names a response header of an allowing response that
+	// holds the consumer name (e.g. "x-user"); the consumer is then set for
+	// later plugins.
+	ConsumerFromHeader string `json:"consumer_from_header,omitempty"`
+	// ConsumerHeader forwards the consumer name upstream ("" disables).
+	ConsumerHeader string `json:"consumer_header"`
+	// MaxIdleConnections kept open to the service (connection reuse).
+	MaxIdleConnections int `json:"max_idle_connections"`
+	// Cache caches allow and deny results (never errors).
+	Cache CacheConfig `json:"cache"`
+
+	rt     *runtime
+	filter *filter // shared by all requests of this config: no allocation per request
+}
+
+// BodyConfig is Envoy's with_request_body.
+type BodyConfig struct {
+	MaxRequestBytes int `json:"max_request_bytes"`
+	// AllowPartialMessage sends the first max_request_bytes of a larger body
+	// (with x-envoy-auth-partial-body: true) instead of answering 413.
+	AllowPartialMessage bool `json:"allow_partial_message"`
+}
+
+// CacheConfig is the result cache; it is on when ttl > 0.
+type CacheConfig struct {
+	TTL api.Duration `json:"ttl"`
+	// MaxEntries bounds the cache (least recently used entries go first).
+	MaxEntries int `json:"max_entries"`
+	// KeyHeaders make up the key (default: allowed_headers).
+	KeyHeaders []string `json:"key_headers,omitempty"`
+	// KeyIncludesPath adds method and :path to the key. Keep it unless the
+	// service's answer never depends on the path.
+	KeyIncludesPath bool `json:"key_includes_path"`
+}
+
+// NewConfig returns the defaults.
+func NewConfig() any {
+	return &Config{
+		Timeout:            api.Duration(200 * time.Millisecond),
+		AllowedHeaders:     []string{"authorization"},
+		MaxResponseBody:    64 << 10,
+		StatusOnError:      403,
+		ConsumerHeader:     "x-consumer-name",
+		MaxIdleConnections: 64,
+		Cache:              CacheConfig{MaxEntries: 10000, KeyIncludesPath: true},
+	}
+}
+
+// validHeaderName: an RFC 9110 token, never a pseudo header.
+func validHeaderName(s string) bool { return authn.ValidHeaderName(s) }
+
+func checkNames(field string, names []string) error {
+	for i, n := range names {
+		if !validHeaderName(n) {
+			return api.FieldErrorf(fmt.Sprintf("%s[%d]", field, i), "invalid header name %q", n)
+		}
+	}
+	return nil
+}
+
+// Validate checks values.
+func (c *Config) Validate() error {
+	u, err := url.Parse(c.URL)
+	if c.URL == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return api.FieldErrorf("url", "must be an absolute http(s) URL, got %q", c.URL)
+	}
+	if u.User != nil {
+		return api.FieldErrorf("url", "must not carry credentials (use headers_to_add)")
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return api.FieldErrorf("url", "must not have a query or fragment")
+	}
+	if c.PathPrefix != "" && (!strings.HasPrefix(c.PathPrefix, "/") || strings.ContainsAny(c.PathPrefix, "?# \t\r\n")) {
+		return api.FieldErrorf("path_prefix", "must start with / and hold no query, fragment or spaces")
+	}
+	if c.Timeout.D() < time.Millisecond || c.Timeout.D() > time.Minute {
+		return api.FieldErrorf("timeout", "must be between 1ms and 1m, got %s", c.Timeout.D())
+	}
+	for _, l := range []struct {
+		f string
+		v []string
+	}{{"allowed_headers", c.AllowedHeaders}, {"allowed_upstream_headers", c.AllowedUpstreamHeaders}, {"allowed_client_headers", c.AllowedClientHeaders}, {"cache.key_headers", c.Cache.KeyHeaders}} {
+		if err := checkNames(l.f, l.v); err != nil {
+			return err
+		}
+	}
+	for k, v := range c.HeadersToAdd {
+		if !validHeaderName(k) {
+			return api.FieldErrorf("headers_to_add."+k, "invalid header name")
+		}
+		if !authn.SafeHeaderValue(v) {
+			return api.FieldErrorf("headers_to_add."+k, "value holds control characters")
+		}
+	}
+	if b := c.WithRequestBody; b != nil && (b.MaxRequestBytes < 1 || b.MaxRequestBytes > 64<<20) {
+		return api.FieldErrorf("with_request_body.max_request_bytes", "must be between 1 and 67108864, got %d", b.MaxRequestBytes)
+	}
+	if c.MaxResponseBody < 0 || c.MaxResponseBody > 1<<20 {
+		return api.FieldErrorf("max_response_body", "must be between 0 and 1048576, got %d", c.MaxResponseBody)
+	}
+	if c.StatusOnError < 200 || c.StatusOnError > 599 {
+		return api.FieldErrorf("status_on_error", "must be an HTTP status (200-599), got %d", c.StatusOnError)
+	}
+	if c.ConsumerFromHeader != "" && !validHeaderName(c.ConsumerFromHeader) {
+		return api.FieldErrorf("consumer_from_header", "invalid header name %q", c.ConsumerFromHeader)
+	}
+	if c.ConsumerHeader != "" && !validHeaderName(c.ConsumerHeader) {
+		return api.FieldErrorf("consumer_header", "invalid header name %q", c.ConsumerHeader)
+	}
+	if c.MaxIdleConnections < 0 || c.MaxIdleConnections > 10000 {
+		return api.FieldErrorf("max_idle_connections", "must be between 0 and 10000")
+	}
+	if c.Cache.TTL < 0 {
+		return api.FieldErrorf("cache.ttl", "must not be negative")
+	}
+	if c.Cache.TTL > 0 && (c.Cache.MaxEntries < 1 || c.Cache.MaxEntries > 10_000_000) {
+		return api.FieldErrorf("cache.max_entries", "must be between 1 and 10000000, got %d", c.Cache.MaxEntries)
+	}
+	return nil
+}
+
+// Init builds the HTTP client, the cache and the metrics of this config version.
+func (c *Config) Init(env api.ConfigEnv) error {
+	rt, err := newRuntime(c, env)
+	if err != nil {
+		return err
+	}
+	c.rt = rt
+	c.filter = &filter{rt: rt}
+	return nil
+}
+
+// Destroy closes the idle connections of this config version.
+func (c *Config) Destroy() {
+	if c.rt != nil {
+		c.rt.client.CloseIdleConnections()
+	}
+}
+
+// Needs: the check is network I/O, so OnReceive may block (it then runs in a
+// goroutine and Envoy's worker never waits). The body is buffered only when
+// with_request_body is set; without allow_partial_message a larger body gets
+// 413 before it is buffered in full.
+func (c *Config) Needs() api.Needs {
+	n := api.Needs{Phase: api.AfterRoute, MayBlock: api.BlockReceive}
+	if b := c.WithRequestBody; b != nil {
+		n.RequestBody = api.WholeBody
+		if !b.AllowPartialMessage {
+			n.MaxRequestBody = b.MaxRequestBytes
+		}
+	}
+	return n
+}

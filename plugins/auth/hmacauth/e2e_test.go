@@ -1,0 +1,196 @@
+package hmacauth
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/moeproxy/moe/plugins/auth/internal/authn/authntest"
+	"github.com/moeproxy/moe/shared/hosttest"
+)
+
+const (
+	e2eKey    = "alice-1"
+	e2eSecret = "alice-secret-please-rotate-me"
+)
+
+// e2eRequest signs a request with the independent client signer.
+func e2eRequest(t *testing.T, base, method, path, body string, date time.Time, nonce string, list []string, extra ...string) *http.Request {
+	t.Helper()
+	req, err := http.NewRequest(method, base+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := [][2]string{{"date", date.UTC().Format(http.TimeFormat)}, {"x-nonce", nonce}}
+	for i := 0; i+1 < len(extra); i += 2 {
+		hs = append(hs, [2]string{extra[i], extra[i+1]})
+	}
+	for _, kv := range hs {
+		req.Header.Add(kv[0], kv[1])
+	}
+	req.Header.Set("authorization", clientSign(e2eKey, e2eSecret, "hmac-sha256", method, path, hs, list))
+	return req
+}
+
+func do(t *testing.T, req *http.Request) (*http.Response, string) {
+	t.Helper()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode == 200 {
+		return resp, ""
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp, string(b)
+}
+
+// TestE2EExample runs envoy/examples/hmac-auth.yaml through moe-host and the
+// real libgolang.so.
+func TestE2EExample(t *testing.T) {
+	h := authntest.StartExample(t, "hmac-auth.yaml")
+	nonce := func() string { return fmt.Sprintf("e2e-%d", time.Now().UnixNano()) }
+	now := time.Now()
+
+	resp, body := do(t, mustReq(t, "GET", h.URL+"/"))
+	if resp.StatusCode != 401 || body != "missing signature\n" ||
+		resp.Header.Get("www-authenticate") != `Signature realm="moe", headers="@request-target date x-nonce"` {
+		t.Fatalf("unsigned: %d %q %q", resp.StatusCode, body, resp.Header.Get("www-authenticate"))
+	}
+
+	n := nonce()
+	resp, body = do(t, e2eRequest(t, h.URL, "GET", "/orders?id=42", "", now, n, stdList, "x-consumer-name", "root"))
+	if resp.StatusCode != 200 {
+		t.Fatalf("signed: %d %q", resp.StatusCode, body)
+	}
+	e := hosttest.DecodeEcho(t, resp)
+	if e.Header("x-consumer-name") != "alice" || len(e.Headers["X-Consumer-Name"]) != 1 || e.Header("authorization") != "" {
+		t.Fatalf("upstream headers: %v", e.Headers)
+	}
+
+	// The same request again: a replay.
+	resp, body = do(t, e2eRequest(t, h.URL, "GET", "/orders?id=42", "", now, n, stdList))
+	if resp.StatusCode != 401 || body != "replayed request (nonce already used)\n" {
+		t.Fatalf("replay: %d %q", resp.StatusCode, body)
+	}
+
+	// A signed body with its digest.
+	payload := `{"amount":100}`
+	sum := sha256.Sum256([]byte(payload))
+	digest := "sha-256=:" + base64.StdEncoding.EncodeToString(sum[:]) + ":"
+	withDigest := append(append([]string{}, stdList...), "content-digest")
+	resp, body = do(t, e2eRequest(t, h.URL, "POST", "/pay", payload, now, nonce(), withDigest, "content-digest", digest))
+	if resp.StatusCode != 200 {
+		t.Fatalf("signed body: %d %q", resp.StatusCode, body)
+	}
+	if e := hosttest.DecodeEcho(t, resp); e.Body != payload {
+		t.Fatalf("body upstream %q", e.Body)
+	}
+
+	for _, tc := range []struct {
+		name   string
+		req    *http.Request
+		code   int
+		reason string
+	}{
+		{"tampered body", e2eRequest(t, h.URL, "POST", "/pay", `{"amount":999}`, now, nonce(), withDigest, "content-digest", digest), 401, "body digest missing or mismatched"},
+		{"body without digest", e2eRequest(t, h.URL, "POST", "/pay", payload, now, nonce(), stdList), 401, "body digest missing or mismatched"},
+		{"expired date", e2eRequest(t, h.URL, "GET", "/", "", now.Add(-10*time.Minute), nonce(), stdList), 401, "request expired or clock skew too large"},
+		{"date in the future", e2eRequest(t, h.URL, "GET", "/", "", now.Add(10*time.Minute), nonce(), stdList), 401, "request expired or clock skew too large"},
+		{"nonce not signed", e2eRequest(t, h.URL, "GET", "/", "", now, nonce(), []string{"@request-target", "date"}), 401, "missing signed header: x-nonce"},
+		{"body over max_body_bytes", e2eRequest(t, h.URL, "POST", "/pay", strings.Repeat("x", 70000), now, nonce(), stdList), 413, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, body := do(t, tc.req)
+			if resp.StatusCode != tc.code || (tc.reason != "" && body != tc.reason+"\n") {
+				t.Fatalf("got %d %q", resp.StatusCode, body)
+			}
+		})
+	}
+
+	t.Run("tampered path", func(t *testing.T) {
+		req := e2eRequest(t, h.URL, "GET", "/orders?id=42", "", now, nonce(), stdList)
+		req.URL.RawQuery = "id=43"
+		if resp, body := do(t, req); resp.StatusCode != 401 || body != "invalid signature\n" {
+			t.Fatalf("got %d %q", resp.StatusCode, body)
+		}
+	})
+	t.Run("wrong secret", func(t *testing.T) {
+		req := mustReq(t, "GET", h.URL+"/")
+		hs := [][2]string{{"date", now.UTC().Format(http.TimeFormat)}, {"x-nonce", nonce()}}
+		for _, kv := range hs {
+			req.Header.Set(kv[0], kv[1])
+		}
+		req.Header.Set("authorization", clientSign("alice-1", "not-the-secret-0123456789", "hmac-sha256", "GET", "/", hs, stdList))
+		if resp, body := do(t, req); resp.StatusCode != 401 || body != "invalid signature\n" {
+			t.Fatalf("got %d %q", resp.StatusCode, body)
+		}
+	})
+
+	resp, _ = do(t, mustReq(t, "GET", h.URL+"/public/x"))
+	if e := hosttest.DecodeEcho(t, resp); e.Header("x-consumer-name") != "guest" {
+		t.Fatalf("anonymous route: %v", e.Headers)
+	}
+
+	for name, min := range map[string]int64{
+		"moe_hmac_auth_allowed": 2, "moe_hmac_auth_anonymous": 1, "moe_hmac_auth_denied_missing": 1,
+		"moe_hmac_auth_denied_replay": 1, "moe_hmac_auth_denied_expired": 2, "moe_hmac_auth_denied_bad_digest": 2,
+		"moe_hmac_auth_denied_bad_signature": 2, "moe_hmac_auth_denied_missing_header": 1,
+	} {
+		if got := h.Counter(t, name); got < min {
+			t.Errorf("%s = %d, want >= %d", name, got, min)
+		}
+	}
+}
+
+func mustReq(t *testing.T, method, url string) *http.Request {
+	req, err := http.NewRequest(method, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return req
+}
+
+func TestE2EBadConfigIsRefused(t *testing.T) {
+	out := hosttest.StartChainExpectFailure(t, hosttest.Chain{Plugins: []hosttest.Plugin{{
+		Name:   "hmac-auth",
+		Config: map[string]any{"consumers": []map[string]any{{"name": "a", "keys": []map[string]any{{"key_id": "k", "secret": "tiny-s3cret"}}}}},
+	}}})
+	for _, want := range []string{"hmac-auth", "consumers[0].keys[0].secret", "too short"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "tiny-s3cret") {
+		t.Errorf("the refusal prints the secret:\n%s", out)
+	}
+}
+
+// TestE2EShellSigner runs the README's reference client (sign.sh: openssl +
+// curl) against the example: a third, independent implementation of the
+// signing string.
+func TestE2EShellSigner(t *testing.T) {
+	for _, tool := range []string{"sh", "openssl", "curl", "od"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s not installed", tool)
+		}
+	}
+	h := authntest.StartExample(t, "hmac-auth.yaml")
+	cmd := exec.Command("sh", "sign.sh", "GET", h.URL+"/orders?id=42")
+	cmd.Env = append(os.Environ(), "KEY_ID=alice-1", "SECRET="+e2eSecret)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("sign.sh: %v\n%s", err, out)
+	}
+	if !strings.HasPrefix(string(out), "HTTP/1.1 200") || !strings.Contains(string(out), `"X-Consumer-Name":["alice"]`) {
+		t.Fatalf("sign.sh request refused:\n%s", out)
+	}
+}

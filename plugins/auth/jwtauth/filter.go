@@ -1,0 +1,139 @@
+package jwtauth
+
+import (
+	"strings"
+
+	"github.com/moeproxy/moe/plugins/auth/internal/authn"
+	"github.com/moeproxy/moe/shared/api"
+)
+
+// filter is stateless and shared by all requests of a config version.
+type filter struct{ rt *runtime }
+
+func (f *filter) OnReceive(ctx api.Context, h api.RequestHeaderMap, _ api.Buffer, _ api.HeaderMap) api.Status {
+	rt := f.rt
+	if rt.anonymous != nil && authn.AlreadyAuthenticated(ctx) {
+		// With anonymous access on, auth plugins combine with OR (Kong style):
+		// an earlier one already authenticated the caller.
+		rt.skippedC.Inc(1)
+		return api.Continue
+	}
+	tok, src, found, ambiguous := rt.extract(h)
+	if ambiguous {
+		return rt.deny(ctx, rMalformed)
+	}
+	if !found {
+		if rt.anonymous != nil {
+			rt.clearForwarded(h)
+			authn.SetConsumer(ctx, h, rt.anonymous, rt.consumerHeader)
+			rt.anonC.Inc(1)
+			return api.Continue
+		}
+		return rt.deny(ctx, rMissing)
+	}
+	sc := getScratch()
+	defer putScratch(sc)
+	cl, r, ok := rt.verify(tok, sc)
+	if !ok {
+		return rt.deny(ctx, r)
+	}
+	var consumer *api.Consumer
+	if rt.consumerClaim != "" {
+		name, ok := claimValue(cl, nil, rt.consumerClaim)
+		switch {
+		case !ok:
+			return rt.deny(ctx, rUnknownConsumer)
+		case rt.consumers != nil:
+			if consumer = rt.consumers[name]; consumer == nil {
+				return rt.deny(ctx, rUnknownConsumer)
+			}
+		default:
+			consumer = &api.Consumer{Name: name}
+		}
+	}
+	for i := range rt.forward {
+		fc := &rt.forward[i]
+		if val, ok := claimValue(cl, fc.path, fc.full); ok {
+			_ = h.Set(fc.header, val)
+		} else {
+			_ = h.Del(fc.header) // never let a client supply a claim header
+		}
+	}
+	if rt.hide {
+		rt.hideToken(h, src)
+	}
+	authn.SetConsumer(ctx, h, consumer, rt.consumerHeader)
+	rt.allowedC.Inc(1)
+	return api.Continue
+}
+
+func (rt *runtime) deny(ctx api.Context, r reason) api.Status {
+	rt.denied[r].Inc(1)
+	rt.replies[r].Send(ctx)
+	return api.Stop
+}
+
+func (rt *runtime) clearForwarded(h api.RequestHeaderMap) {
+	for i := range rt.forward {
+		_ = h.Del(rt.forward[i].header)
+	}
+}
+
+// extract returns the token from the first configured source present.
+// ambiguous: the token header came twice (which one a proxy or the upstream
+// would read differs, so neither is trusted).
+func (rt *runtime) extract(h api.RequestHeaderMap) (tok string, src *tokenSource, found, ambiguous bool) {
+	for i := range rt.from {
+		s := &rt.from[i]
+		var v string
+		var ok bool
+		switch {
+		case s.header != "":
+			vs := h.Values(s.header)
+			if len(vs) > 1 {
+				return "", s, true, true
+			}
+			if ok = len(vs) == 1; ok {
+				v = vs[0]
+			}
+			if ok && s.prefix != "" {
+				if len(v) < len(s.prefix) || !strings.EqualFold(v[:len(s.prefix)], s.prefix) {
+					ok = false // e.g. "Basic ..." is not ours
+				} else {
+					v = v[len(s.prefix):]
+				}
+			}
+			v = strings.TrimSpace(v)
+		case s.query != "":
+			v, ok = authn.QueryParam(h.Path(), s.query)
+		default:
+			v, ok = authn.Cookie(h.Values("cookie"), s.cookie)
+		}
+		if ok {
+			return v, s, true, false
+		}
+	}
+	return "", nil, false, false
+}
+
+// hideToken removes the token's source from the upstream request.
+func (rt *runtime) hideToken(h api.RequestHeaderMap, s *tokenSource) {
+	switch {
+	case s.header != "":
+		_ = h.Del(s.header)
+	case s.query != "":
+		_ = h.SetPath(authn.RemoveQueryParam(h.Path(), s.query))
+	default:
+		lines := h.Values("cookie")
+		kept := make([]string, 0, len(lines))
+		for _, l := range lines {
+			if rest, ok := authn.RemoveCookie(l, s.cookie); ok {
+				kept = append(kept, rest)
+			}
+		}
+		_ = h.Del("cookie")
+		for _, l := range kept {
+			_ = h.Add("cookie", l)
+		}
+	}
+}

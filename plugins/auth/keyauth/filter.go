@@ -1,0 +1,154 @@
+// Package keyauth is the key-auth plugin: an API key taken from a header, a
+// query parameter or a cookie identifies the consumer.
+package keyauth
+
+import (
+	"strings"
+
+	"github.com/moeproxy/moe/plugins/auth/internal/authn"
+	"github.com/moeproxy/moe/shared/api"
+	"github.com/moeproxy/moe/shared/registry"
+)
+
+func init() {
+	registry.Register(registry.Plugin{
+		Name:        "key-auth",
+		Description: "authenticate consumers by API key (header, query parameter or cookie)",
+		NewConfig:   newConfig,
+		// The config itself is the (stateless, shared) filter: no allocation per request.
+		Factory: registry.Typed(func(c *Config) api.Filter { return (*filter)(c) }),
+		Needs:   api.Needs{Phase: api.AfterRoute},
+		Merge:   merge,
+	})
+}
+
+type filter Config
+
+// find outcome.
+const (
+	found = iota
+	absent
+	bad // oversized, control characters, or two different values
+)
+
+func (f *filter) OnReceive(ctx api.Context, h api.RequestHeaderMap, _ api.Buffer, _ api.HeaderMap) api.Status {
+	c := f.compiled
+	if c.anonymous != nil && authn.AlreadyAuthenticated(ctx) {
+		c.stats.Skipped()
+		return api.Continue
+	}
+	key, res := c.find(h)
+	switch res {
+	case absent:
+		if c.anonymous != nil {
+			c.stats.Anonymous()
+			authn.SetConsumer(ctx, h, c.anonymous, c.header)
+			return api.Continue
+		}
+		c.stats.Denied("missing")
+		c.missing.Send(ctx)
+		return api.Stop
+	case bad:
+		c.stats.Denied("malformed")
+		c.malformed.Send(ctx)
+		return api.Stop
+	}
+	consumer := c.index.lookup(key)
+	if consumer == nil {
+		c.stats.Denied("invalid")
+		c.invalid.Send(ctx)
+		return api.Stop
+	}
+	if c.hide {
+		c.hideAll(h)
+	}
+	c.stats.Allowed()
+	authn.SetConsumer(ctx, h, consumer, c.header)
+	return api.Continue
+}
+
+// find returns the key from the first configured source that has one.
+func (c *compiled) find(h api.RequestHeaderMap) (string, int) {
+	for _, s := range c.sources {
+		var v string
+		switch s.kind {
+		case srcHeader:
+			// Get first: the framework's Values copies, absent sources cost nothing.
+			if _, ok := h.Get(s.name); !ok {
+				continue
+			}
+			vs := h.Values(s.name)
+			// Two different keys in one request: refuse rather than guess which one
+			// a later hop would use.
+			for _, o := range vs[1:] {
+				if o != vs[0] {
+					return "", bad
+				}
+			}
+			v = vs[0]
+		case srcQuery:
+			var ok bool
+			if v, ok = authn.QueryParam(h.Path(), s.name); !ok {
+				continue
+			}
+		case srcCookie:
+			if _, ok := h.Get("cookie"); !ok {
+				continue
+			}
+			var ok bool
+			if v, ok = authn.Cookie(h.Values("cookie"), s.name); !ok {
+				continue
+			}
+		}
+		if v == "" {
+			continue // "apikey=" counts as absent, as in APISIX and Kong
+		}
+		if len(v) > c.maxKey || !authn.SafeHeaderValue(v) {
+			return "", bad
+		}
+		return v, found
+	}
+	return "", absent
+}
+
+// hideAll removes the key from every configured source, not only the one it
+// was read from, so a second copy cannot reach the upstream.
+func (c *compiled) hideAll(h api.RequestHeaderMap) {
+	for _, s := range c.sources {
+		switch s.kind {
+		case srcHeader:
+			if _, ok := h.Get(s.name); ok {
+				_ = h.Del(s.name)
+			}
+		case srcQuery:
+			if p := h.Path(); strings.IndexByte(p, '?') >= 0 {
+				if np := authn.RemoveQueryParam(p, s.name); np != p {
+					_ = h.SetPath(np)
+				}
+			}
+		case srcCookie:
+			if _, ok := h.Get("cookie"); !ok {
+				continue
+			}
+			lines := h.Values("cookie")
+			var kept []string
+			changed := false
+			for _, l := range lines {
+				nl, left := authn.RemoveCookie(l, s.name)
+				if nl != l {
+					changed = true
+				}
+				if left {
+					kept = append(kept, nl)
+				}
+			}
+			if !changed {
+				continue
+			}
+			_ = h.Del("cookie")
+			for _, l := range kept {
+				_ = h.Add("cookie", l)
+			}
+		}
+	}
+}

@@ -1,0 +1,22 @@
+package limitcount
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/moeproxy/moe/shared/log"
+)
+
+// go-redis logs pool events (failed dials while Redis is down) with its own
+// logger straight to the process's stderr, around Envoy's log. Its logger is
+// process-wide by design, so it is set once here: lines go to Envoy's log at
+// warn level, tagged go-redis. Any other plugin using go-redis gets the same.
+func init() { redis.SetLogger(envoyLogger{}) }
+
+type envoyLogger struct{}
+
+func (envoyLogger) Printf(_ context.Context, format string, args ...any) {
+	log.Warnf("go-redis: %s", fmt.Sprintf(format, args...))
+}

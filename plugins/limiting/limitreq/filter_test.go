@@ -1,0 +1,417 @@
+package limitreq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/moeproxy/moe/shared/api"
+	sharedconfig "github.com/moeproxy/moe/shared/config"
+)
+
+// send runs one request through the filter; it returns 0 when passed on, or
+// the reply status.
+func send(t testing.TB, f api.ReceiverFilter, ctx *fakeCtx) int {
+	t.Helper()
+	ctx.reply = nil
+	st := f.OnReceive(ctx, ctx.req, nil, nil)
+	switch {
+	case st == api.Continue && ctx.reply == nil:
+		return 0
+	case st == api.Stop && ctx.reply != nil:
+		return ctx.reply.code
+	}
+	t.Fatalf("inconsistent result: %v with reply %+v", st, ctx.reply)
+	return -1
+}
+
+// TestAccuracyOverLimit offers a steady load above the limit with a fake
+// clock and checks the admitted rate is within 10% of the configured rate.
+func TestAccuracyOverLimit(t *testing.T) {
+	cases := []struct {
+		name       string
+		rate       float64
+		burst      int
+		offeredRPS int
+		seconds    int
+	}{
+		{"200 rps offered, 50 rps limit, 5 s", 50, 1, 200, 5},
+		{"200 rps offered, 50 rps limit, burst 10", 50, 10, 200, 5},
+		{"1000 rps offered, 300 rps limit, burst 30", 300, 30, 1000, 5},
+		{"10 rps offered, 0.5 rps limit, 20 s", 0.5, 1, 10, 20},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := newFakeClock()
+			c, m := parse(t, fmt.Sprintf(`{"rate":%v,"burst":%d}`, tc.rate, tc.burst), clock)
+			f := filterOf(c)
+			ctx := newCtx("192.0.2.1:4000", newReq())
+			step := time.Second / time.Duration(tc.offeredRPS)
+			admitted := 0
+			for i := 0; i < tc.offeredRPS*tc.seconds; i++ {
+				if send(t, f, ctx) == 0 {
+					admitted++
+				}
+				clock.Advance(step)
+			}
+			got := float64(admitted) / float64(tc.seconds)
+			t.Logf("offered %d rps for %d s against %v rps (burst %d): admitted %d = %.2f rps (%.1f%% of the limit)",
+				tc.offeredRPS, tc.seconds, tc.rate, tc.burst, admitted, got, 100*got/tc.rate)
+			if got < 0.9*tc.rate || got > 1.1*tc.rate {
+				t.Errorf("admitted %.2f rps, want within 10%% of %v", got, tc.rate)
+			}
+			// A token bucket admits exactly burst + the tokens earned between the
+			// first and the last request.
+			last := time.Duration(tc.offeredRPS*tc.seconds-1) * step
+			if want := tc.burst + int(tc.rate*last.Seconds()+1e-9); admitted != want {
+				t.Errorf("admitted %d, want exactly burst+rate*T = %d", admitted, want)
+			}
+			if p, r := m.get("passed"), m.get("rejected"); p != int64(admitted) || p+r != int64(tc.offeredRPS*tc.seconds) {
+				t.Errorf("passed=%d rejected=%d, admitted %d", p, r, admitted)
+			}
+		})
+	}
+}
+
+func TestRetryAfter(t *testing.T) {
+	cases := []struct {
+		config string
+		want   string
+	}{
+		{`{"rate":1}`, "1"},
+		{`{"rate":0.1}`, "10"},
+		{`{"rate":1000}`, "1"}, // 1 ms rounds up to 1 s, never 0
+		{`{"rate":0.001}`, "1000"},
+		{`{"rate":1,"burst":1,"max_delay":"2s"}`, "1"}, // 3rd request: needs 3 s, may wait 2
+	}
+	for _, tc := range cases {
+		t.Run(tc.config, func(t *testing.T) {
+			clock := newFakeClock()
+			c, _ := parse(t, tc.config, clock)
+			var last decision
+			for i := 0; i < 10; i++ {
+				if last = c.rt.take("k"); !last.ok {
+					break
+				}
+			}
+			if last.ok {
+				t.Fatal("never rejected")
+			}
+			if got := retryAfterHeader(last.retryAfter); got != tc.want {
+				t.Fatalf("Retry-After %q (from %v), want %q", got, last.retryAfter, tc.want)
+			}
+		})
+	}
+}
+
+func TestRejectReply(t *testing.T) {
+	c, m := parse(t, `{"rate":1,"status":503,"message":"slow down"}`, newFakeClock())
+	f := filterOf(c)
+	ctx := newCtx("192.0.2.1:1", newReq())
+	if got := send(t, f, ctx); got != 0 {
+		t.Fatalf("first request: %d", got)
+	}
+	if got := send(t, f, ctx); got != 503 {
+		t.Fatalf("second request: %d, want 503", got)
+	}
+	if ra, _ := ctx.reply.headers.Get("retry-after"); ra != "1" || ctx.reply.body != "slow down" {
+		t.Fatalf("reply %+v", ctx.reply)
+	}
+	if m.get("rejected") != 1 || m.get("passed") != 1 {
+		t.Fatalf("metrics %v", m.counts)
+	}
+}
+
+func TestKeys(t *testing.T) {
+	cases := []struct {
+		name     string
+		config   string
+		reqs     []*fakeCtx
+		want     []int
+		counters map[string]int64
+	}{
+		{
+			name:   "remote_addr ignores the port",
+			config: `{"rate":1}`,
+			reqs:   []*fakeCtx{newCtx("192.0.2.1:1000", newReq()), newCtx("192.0.2.1:2000", newReq()), newCtx("[2001:db8::1]:3000", newReq()), newCtx("[2001:db8::1]:3001", newReq())},
+			want:   []int{0, 429, 0, 429},
+		},
+		{
+			name:   "header key: separate buckets",
+			config: `{"rate":1,"key":"$header_x-user"}`,
+			reqs:   []*fakeCtx{newCtx("1.1.1.1:1", newReq("x-user", "a")), newCtx("1.1.1.1:1", newReq("x-user", "b")), newCtx("1.1.1.1:1", newReq("x-user", "a"))},
+			want:   []int{0, 0, 429},
+		},
+		{
+			name:     "empty key shared by default",
+			config:   `{"rate":1,"key":"$header_x-user"}`,
+			reqs:     []*fakeCtx{newCtx("1.1.1.1:1", newReq()), newCtx("2.2.2.2:1", newReq())},
+			want:     []int{0, 429},
+			counters: map[string]int64{"passed": 1, "rejected": 1},
+		},
+		{
+			name:     "empty key rejected",
+			config:   `{"rate":100,"key":"$header_x-user","empty_key":"reject"}`,
+			reqs:     []*fakeCtx{newCtx("1.1.1.1:1", newReq()), newCtx("1.1.1.1:1", newReq("x-user", "a"))},
+			want:     []int{400, 0},
+			counters: map[string]int64{"rejected_empty_key": 1, "passed": 1},
+		},
+		{
+			name:   "consumer key",
+			config: `{"rate":1,"key":"$consumer"}`,
+			reqs: func() []*fakeCtx {
+				a, b, a2 := newCtx("1.1.1.1:1", newReq()), newCtx("1.1.1.1:1", newReq()), newCtx("1.1.1.1:1", newReq())
+				a.consumer, b.consumer, a2.consumer = &api.Consumer{Name: "alice"}, &api.Consumer{Name: "bob"}, &api.Consumer{Name: "alice"}
+				return []*fakeCtx{a, b, a2}
+			}(),
+			want: []int{0, 0, 429},
+		},
+		{
+			name:   "composite key",
+			config: `{"rate":1,"key":"$method:$header_x-user"}`,
+			reqs: func() []*fakeCtx {
+				g, p := newCtx("1.1.1.1:1", newReq("x-user", "a")), newCtx("1.1.1.1:1", newReq("x-user", "a"))
+				p.req.method = "POST"
+				return []*fakeCtx{g, p, g}
+			}(),
+			want: []int{0, 0, 429},
+		},
+		{
+			name:   "CRLF and unicode keys are just keys",
+			config: `{"rate":1,"key":"$header_x-user"}`,
+			reqs:   []*fakeCtx{newCtx("1:1", newReq("x-user", "a\r\nb")), newCtx("1:1", newReq("x-user", "ä")), newCtx("1:1", newReq("x-user", "a\r\nb"))},
+			want:   []int{0, 0, 429},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, m := parse(t, tc.config, newFakeClock())
+			f := filterOf(c)
+			for i, ctx := range tc.reqs {
+				if got := send(t, f, ctx); got != tc.want[i] {
+					t.Fatalf("request %d: got %d, want %d", i, got, tc.want[i])
+				}
+			}
+			for k, v := range tc.counters {
+				if got := m.get(k); got != v {
+					t.Errorf("%s = %d, want %d", k, got, v)
+				}
+			}
+		})
+	}
+}
+
+func TestDelayQueue(t *testing.T) {
+	clock := newFakeClock()
+	c, _ := parse(t, `{"rate":10,"burst":1,"max_delay":"500ms"}`, clock)
+	// At a frozen instant: the first passes, the next five wait 100..500 ms,
+	// the seventh would wait 600 ms and is rejected.
+	for i := 0; i < 7; i++ {
+		d := c.rt.take("k")
+		want := time.Duration(i) * 100 * time.Millisecond
+		switch {
+		case i < 6 && (!d.ok || (d.wait-want).Abs() > time.Millisecond):
+			t.Fatalf("request %d: %+v, want admitted after %v", i, d, want)
+		case i == 6 && (d.ok || d.retryAfter <= 0):
+			t.Fatalf("request %d: %+v, want rejected", i, d)
+		}
+	}
+	// A rejected request does not take a place in the queue: after 100 ms one
+	// more fits (wait 500 ms again).
+	clock.Advance(100 * time.Millisecond)
+	if d := c.rt.take("k"); !d.ok || (d.wait-500*time.Millisecond).Abs() > time.Millisecond {
+		t.Fatalf("after 100ms: %+v", d)
+	}
+}
+
+func TestDelayedRequestWaitsThenPasses(t *testing.T) {
+	c, m := parse(t, `{"rate":20,"burst":1,"max_delay":"1s"}`, nil) // real clock
+	f := filterOf(c)
+	ctx := newCtx("192.0.2.1:1", newReq())
+	start := time.Now()
+	for i := 0; i < 3; i++ {
+		if got := send(t, f, ctx); got != 0 {
+			t.Fatalf("request %d: %d", i, got)
+		}
+	}
+	// 2 requests waited ~50 ms each after the first.
+	if el := time.Since(start); el < 90*time.Millisecond || el > 2*time.Second {
+		t.Fatalf("3 requests at 20 rps took %v, want ~100ms", el)
+	}
+	if m.get("delayed") != 2 || m.get("passed") != 3 {
+		t.Fatalf("metrics %v", m.counts)
+	}
+}
+
+func TestDelayedRequestCancelledGivesTokenBack(t *testing.T) {
+	clock := newFakeClock()
+	c, m := parse(t, `{"rate":1,"burst":1,"max_delay":"10s"}`, clock)
+	f := filterOf(c)
+	if got := send(t, f, newCtx("1.1.1.1:1", newReq())); got != 0 {
+		t.Fatal(got)
+	}
+	cctx, cancel := context.WithCancel(context.Background())
+	ctx := newCtx("1.1.1.1:1", newReq())
+	ctx.Context = cctx
+	done := make(chan int)
+	go func() { done <- send(t, f, ctx) }()
+	time.Sleep(20 * time.Millisecond)
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Second):
+		t.Fatal("cancelled request still waiting")
+	}
+	if m.get("passed") != 1 {
+		t.Fatalf("a cancelled request was counted as passed: %v", m.counts)
+	}
+	// The cancelled reservation was returned: the next request waits ~1 s, not 2 s.
+	if d := c.rt.take("1.1.1.1"); !d.ok || d.wait > 1100*time.Millisecond {
+		t.Fatalf("after cancel: %+v", d)
+	}
+}
+
+func TestNeedsBlockOnlyWithDelay(t *testing.T) {
+	c, _ := parse(t, `{"rate":1}`, nil)
+	if c.Needs().MayBlock != 0 {
+		t.Fatal("no delay: must not declare MayBlock")
+	}
+	c, _ = parse(t, `{"rate":1,"max_delay":"100ms"}`, nil)
+	if c.Needs().MayBlock&api.BlockReceive == 0 {
+		t.Fatal("with delay: must declare BlockReceive")
+	}
+}
+
+// TestConcurrentSameKey hammers one bucket from many goroutines at a frozen
+// instant: exactly burst requests may pass.
+func TestConcurrentSameKey(t *testing.T) {
+	clock := newFakeClock()
+	c, m := parse(t, `{"rate":1,"burst":100}`, clock)
+	f := filterOf(c)
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 200; i++ {
+				ctx := newCtx(fmt.Sprintf("10.0.0.%d:%d", i%2, g), newReq())
+				f.OnReceive(ctx, ctx.req, nil, nil)
+			}
+		}()
+	}
+	wg.Wait()
+	if p := m.get("passed"); p != 200 { // 2 keys x burst 100
+		t.Fatalf("passed %d, want 200", p)
+	}
+}
+
+// TestKeyFloodKeepsMemoryBounded sends one million distinct keys: the cache
+// stays at max_keys and the heap does not grow with the number of keys.
+func TestKeyFloodKeepsMemoryBounded(t *testing.T) {
+	keys := 1_000_000
+	if testing.Short() {
+		keys = 100_000
+	}
+	c, m := parse(t, `{"rate":10,"key":"$header_x-user","max_keys":10000}`, newFakeClock())
+	f := filterOf(c)
+	req := newReq()
+	ctx := newCtx("1.1.1.1:1", req)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	buf := make([]byte, 0, 32)
+	for i := 0; i < keys; i++ {
+		buf = fmt.Appendf(buf[:0], "user-%d", i)
+		req.Headers["x-user"] = []string{string(buf)}
+		if got := send(t, f, ctx); got != 0 {
+			t.Fatalf("key %d rejected", i)
+		}
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	growth := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	held := c.rt.cache.len()
+	t.Logf("%d distinct keys: %d held, %d evicted, heap growth %.1f MiB", keys, held, m.get("evicted_keys"), float64(growth)/(1<<20))
+	if held > 10000 {
+		t.Errorf("cache holds %d keys, cap 10000", held)
+	}
+	if m.get("keys") != int64(held) || m.get("evicted_keys") != int64(keys-held) {
+		t.Errorf("keys gauge %d, evicted %d; held %d", m.get("keys"), m.get("evicted_keys"), held)
+	}
+	// ~10k buckets cost a few MiB; a million would cost hundreds.
+	if growth > 32<<20 {
+		t.Errorf("heap grew by %d bytes for a capped cache", growth)
+	}
+	// The most recent key is still limited (it was not evicted at once).
+	if got := send(t, f, ctx); got != 0 {
+		// rate 10, burst 1: the same key again at the same instant is limited
+		t.Logf("last key limited as expected (%d)", got)
+	} else {
+		t.Errorf("last key was admitted twice at the same instant: its bucket was lost")
+	}
+}
+
+func TestHostOnly(t *testing.T) {
+	for in, want := range map[string]string{
+		"192.0.2.1:5555":      "192.0.2.1",
+		"[2001:db8::1]:443":   "2001:db8::1",
+		"2001:db8::1":         "2001:db8::1",
+		"192.0.2.1":           "192.0.2.1",
+		"/var/run/envoy.sock": "/var/run/envoy.sock",
+		"":                    "",
+		"[broken":             "[broken",
+	} {
+		if got := hostOnly(in); got != want {
+			t.Errorf("hostOnly(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestConfigErrorsNameTheField(t *testing.T) {
+	cases := []struct{ name, config, field, reason string }{
+		{"rate missing", `{}`, "rate", "> 0"},
+		{"negative rate", `{"rate":-1}`, "rate", "> 0"},
+		{"burst 0", `{"rate":1,"burst":0}`, "burst", "between 1"},
+		{"unknown variable", `{"rate":1,"key":"$nope"}`, "key", "unknown variable"},
+		{"empty key template", `{"rate":1,"key":""}`, "key", "template"},
+		{"bad empty_key", `{"rate":1,"empty_key":"drop"}`, "empty_key", "must be"},
+		// The framework drops the field name of api.Duration errors (reported).
+		{"bad delay", `{"rate":1,"max_delay":"soon"}`, "", "invalid duration \"soon\""},
+		{"delay too long", `{"rate":1,"max_delay":"2h"}`, "max_delay", "between 0"},
+		{"max_keys 0", `{"rate":1,"max_keys":0}`, "max_keys", "between 1"},
+		{"bad status", `{"rate":1,"status":200}`, "status", "4xx or 5xx"},
+		{"unknown field", `{"rate":1,"nodelay":true}`, "nodelay", "unknown"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := tryParse(tc.config)
+			var ce *sharedconfig.Error
+			if !errors.As(err, &ce) {
+				t.Fatalf("want *config.Error, got %v", err)
+			}
+			if ce.Plugin != Name || ce.Field != tc.field || !strings.Contains(ce.Reason, tc.reason) {
+				t.Fatalf("got plugin=%q field=%q reason=%q; want %q %q ~%q", ce.Plugin, ce.Field, ce.Reason, Name, tc.field, tc.reason)
+			}
+		})
+	}
+}
+
+func TestDestroyReleasesKeysGauge(t *testing.T) {
+	c, m := parse(t, `{"rate":1,"key":"$header_x-user"}`, newFakeClock())
+	f := filterOf(c)
+	for _, u := range []string{"a", "b", "c"} {
+		send(t, f, newCtx("1:1", newReq("x-user", u)))
+	}
+	if m.get("keys") != 3 {
+		t.Fatalf("keys = %d, want 3", m.get("keys"))
+	}
+	c.Destroy()
+	if m.get("keys") != 0 {
+		t.Fatalf("keys after Destroy = %d, want 0", m.get("keys"))
+	}
+}

@@ -19,8 +19,12 @@ cat <<'MSG'
 
 moe demo is serving on http://127.0.0.1:10000 (admin: http://127.0.0.1:9901)
 Try:
-  curl -i http://127.0.0.1:10000/                       # proxied to the echo upstream
-  curl -i -H 'x-demo-user: alice' http://127.0.0.1:10000/hello
+  curl -i http://127.0.0.1:10000/public/hello                         # no key needed: 200 from the echo upstream
+  curl -i http://127.0.0.1:10000/hello                                # 401: missing API key
+  curl -i -H 'x-api-key: bob-demo-key' http://127.0.0.1:10000/hello   # 200, upstream sees x-consumer-name: bob
+  curl -i -X POST -H 'x-api-key: bob-demo-key' http://127.0.0.1:10000/hello    # 403: bob may only read
+  curl -i -X POST -H 'x-api-key: alice-demo-key' http://127.0.0.1:10000/hello  # 200: alice is an admin
+  for i in $(seq 60); do curl -s -o /dev/null -w '%{http_code} ' http://127.0.0.1:10000/public/; done; echo  # 429s after the burst
   curl -s http://127.0.0.1:9901/stats | grep -E 'moe|golang'
   curl -s http://127.0.0.1:9901/stats/prometheus | head
 Press Ctrl-C to stop.

@@ -712,6 +712,13 @@ func (f *confFilter) OnLogDownstreamStart(req api.RequestHeaderMap) {
 	record(id, "log-start path=%s", p)
 }
 
+// OnLogDownstreamPeriodic runs every access_log_flush_interval while the stream lives.
+func (f *confFilter) OnLogDownstreamPeriodic(req api.RequestHeaderMap, _ api.RequestTrailerMap, _ api.ResponseHeaderMap, _ api.ResponseTrailerMap) {
+	id, _ := req.Get(hID)
+	p, _ := req.Get(":path")
+	record(id, "log-periodic path=%s", p)
+}
+
 func (f *confFilter) OnLog(req api.RequestHeaderMap, reqT api.RequestTrailerMap, resp api.ResponseHeaderMap, respT api.ResponseTrailerMap) {
 	if v, _ := req.Get("x-test-panic"); v == "on-log" {
 		panic("conformance: intentional panic in OnLog")

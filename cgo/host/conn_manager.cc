@@ -349,6 +349,10 @@ MatchedRouteConstSharedPtr ActiveStream::matchRoute(const HeaderMap& request_hea
   return parent_.factory().routeTable().route(request_headers);
 }
 
+bool ActiveStream::clusterExists(const std::string& name) {
+  return parent_.factory().server().clusterManager().get(name) != nullptr;
+}
+
 void ActiveStream::readDisableDownstream(bool disable) {
   if (encoder_) encoder_->readDisable(disable);
 }

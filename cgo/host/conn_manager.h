@@ -78,6 +78,7 @@ public:
   void encodeTrailersToCodec(HeaderMap& trailers) override;
   void resetDownstream() override;
   MatchedRouteConstSharedPtr matchRoute(const HeaderMap& request_headers) override;
+  bool clusterExists(const std::string& name) override;
   void readDisableDownstream(bool disable) override;
 
   bool ended() const { return ended_; }

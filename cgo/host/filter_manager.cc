@@ -287,6 +287,16 @@ MatchedRouteConstSharedPtr FilterManager::route() {
       info_.route_name = cached_route_->route->name;
       info_.virtual_host_name = cached_route_->virtual_host->name;
     }
+    // conn_manager_impl.cc:2381-2395 (setVirtualHostRoute): resolving the route also sets the
+    // upstream cluster info in stream info, so filters see it (UpstreamClusterName,
+    // xds.cluster_name) in decode phases, before the router runs; a re-resolved route without a
+    // (known) cluster clears it.
+    if (cached_route_ && !cached_route_->cluster_name.empty() &&
+        callbacks_.clusterExists(cached_route_->cluster_name)) {
+      info_.upstream_cluster = cached_route_->cluster_name;
+    } else {
+      info_.upstream_cluster.reset();
+    }
   }
   return cached_route_;
 }

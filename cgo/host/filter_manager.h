@@ -123,6 +123,9 @@ public:
   // Abort the downstream (HTTP/1: close the connection) and end the stream.
   virtual void resetDownstream() = 0;
   virtual MatchedRouteConstSharedPtr matchRoute(const HeaderMap& request_headers) = 0;
+  // Whether the cluster manager knows name: Envoy only records a route's cluster in stream info
+  // when the cluster exists (conn_manager_impl.cc setVirtualHostRoute).
+  virtual bool clusterExists(const std::string& name) = 0;
   virtual void readDisableDownstream(bool disable) = 0;
 };
 

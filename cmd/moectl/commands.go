@@ -16,11 +16,13 @@ import (
 type commonFlags struct {
 	config      string
 	skipLibrary bool
+	skipPlugins bool
 }
 
 func (cf *commonFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&cf.config, "c", "", "Envoy bootstrap file (YAML or JSON)")
 	fs.BoolVar(&cf.skipLibrary, "skip-library-check", false, "do not check that golang filters' library_path exists")
+	fs.BoolVar(&cf.skipPlugins, "skip-plugin-check", false, "do not check plugin configs with moe's plugin registry")
 }
 
 func parseFlags(name string, args []string, stderr io.Writer, extra func(*flag.FlagSet)) (*commonFlags, bool) {
@@ -43,7 +45,7 @@ func parseFlags(name string, args []string, stderr io.Writer, extra func(*flag.F
 }
 
 func (cf *commonFlags) compile(stderr io.Writer) (*compile.Result, error) {
-	res, err := compile.File(cf.config, compile.Options{SkipLibraryCheck: cf.skipLibrary})
+	res, err := compile.File(cf.config, compile.Options{SkipLibraryCheck: cf.skipLibrary, SkipPluginCheck: cf.skipPlugins})
 	if res != nil {
 		for _, w := range res.Warnings {
 			fmt.Fprintf(stderr, "moectl: warning: %s\n", w)

@@ -9,15 +9,22 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/moeproxy/moe/cmd/moectl/internal/plugincheck"
+	"github.com/moeproxy/moe/cmd/moectl/internal/pluginconfig"
 )
+
+// Plugin configs are checked with the framework's registry (every plugin of the bundle is
+// linked in), offline: decode and Validate, no Init (see pluginconfig).
+func init() { plugincheck.Validate = pluginconfig.Validate }
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
 const usage = `usage:
-  moectl compile -c envoy.yaml [-o out.json] [-skip-library-check]
-  moectl validate -c envoy.yaml [-skip-library-check]
+  moectl compile -c envoy.yaml [-o out.json] [-skip-library-check] [-skip-plugin-check]
+  moectl validate -c envoy.yaml [-skip-library-check] [-skip-plugin-check]
   moectl version
 `
 

@@ -24,6 +24,8 @@ type Options struct {
 	StatLibrary func(path string) error
 	// SkipLibraryCheck disables the library_path check (validating before the .so is built).
 	SkipLibraryCheck bool
+	// SkipPluginCheck disables plugincheck.Validate (plugin configs pass unchecked).
+	SkipPluginCheck bool
 }
 
 // Result is a compiled bootstrap and the non-fatal findings about it.

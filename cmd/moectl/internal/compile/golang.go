@@ -93,14 +93,15 @@ func (c *compiler) perFilterConfig(p ypath.Path, m map[string]*anypb.Any, filter
 
 // checkPlugin hands a plugin config to the optional framework validator.
 func (c *compiler) checkPlugin(p ypath.Path, f *bootstrap.GolangFilter, plugin string, perRoute bool, cfg *anypb.Any) {
-	if plugincheck.Validate == nil {
+	if plugincheck.Validate == nil || c.opts.SkipPluginCheck {
 		return
 	}
 	err := plugincheck.Validate(plugincheck.Target{
 		Path: p.String(), LibraryID: f.LibraryID, PluginName: plugin, PerRoute: perRoute, Config: cfg,
 	})
 	if err != nil {
-		c.errs.Addf(p, "%v", fmt.Errorf("plugin %s: %w", plugin, err))
+		// The validator's message names the plugin (and field) itself.
+		c.errs.Addf(p, "%v", err)
 	}
 }
 

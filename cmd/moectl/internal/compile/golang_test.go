@@ -169,5 +169,5 @@ func TestPluginCheckHookSeesEveryPluginConfig(t *testing.T) {
 	if seen[0].PerRoute || seen[0].PluginName != "moe" || seen[0].LibraryID != "moe" || seen[0].Path != golangPath+".plugin_config" {
 		t.Fatalf("filter-level target = %+v", seen[0])
 	}
-	wantError(t, err, rcPath+`.typed_per_filter_config["envoy.filters.http.golang"].plugins_config["moe"].config: plugin moe: bad per-route config`)
+	wantError(t, err, rcPath+`.typed_per_filter_config["envoy.filters.http.golang"].plugins_config["moe"].config: bad per-route config`)
 }

@@ -1,0 +1,177 @@
+package main
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Every bootstrap shipped in the repository validates, plugin configs included.
+func TestShippedBootstrapsValidate(t *testing.T) {
+	files, _ := filepath.Glob("../../envoy/examples/*.yaml")
+	files = append(files, "../../envoy/envoy.yaml")
+	if len(files) < 2 {
+		t.Fatalf("no examples found: %v", files)
+	}
+	for _, f := range files {
+		if code, out, errs := runCLI("validate", "-skip-library-check", "-c", f); code != 0 || out != "ok\n" {
+			t.Errorf("%s: code %d, stdout %q, stderr:\n%s", f, code, out, errs)
+		}
+	}
+}
+
+const golangPath = "static_resources.listeners[0].filter_chains[0].filters[0].typed_config.http_filters[0].typed_config"
+
+// pluginBootstrap is a bootstrap with one golang filter (library_id, plugin_name and
+// plugin_config value as given) and a route whose per-route config is routeValue (if any).
+func pluginBootstrap(libraryID, pluginName, value, routeValue string) string {
+	perRoute := ""
+	if routeValue != "" {
+		perRoute = `
+                typed_per_filter_config:
+                  envoy.filters.http.golang:
+                    "@type": type.googleapis.com/envoy.extensions.filters.http.golang.v3alpha.ConfigsPerRoute
+                    plugins_config:
+                      ` + pluginName + `:
+                        config:
+                          "@type": type.googleapis.com/xds.type.v3.TypedStruct
+                          value: ` + routeValue
+	}
+	return `
+static_resources:
+  listeners:
+  - name: main
+    address: {socket_address: {address: 127.0.0.1, port_value: 10000}}
+    filter_chains:
+    - filters:
+      - name: envoy.filters.network.http_connection_manager
+        typed_config:
+          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
+          stat_prefix: main
+          http_filters:
+          - name: envoy.filters.http.golang
+            typed_config:
+              "@type": type.googleapis.com/envoy.extensions.filters.http.golang.v3alpha.Config
+              library_id: ` + libraryID + `
+              library_path: out/libgolang.so
+              plugin_name: ` + pluginName + `
+              plugin_config:
+                "@type": type.googleapis.com/xds.type.v3.TypedStruct
+                value: ` + value + `
+          - name: envoy.filters.http.router
+            typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}
+          route_config:
+            virtual_hosts:
+            - name: all
+              domains: ["*"]
+              routes:
+              - match: {prefix: /}
+                route: {cluster: backend}` + perRoute + `
+  clusters:
+  - name: backend
+    type: STATIC
+    load_assignment:
+      cluster_name: backend
+      endpoints:
+      - lb_endpoints:
+        - endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: 8080}}}
+`
+}
+
+const routePath = `static_resources.listeners[0].filter_chains[0].filters[0].typed_config.route_config.virtual_hosts[0].routes[0].typed_per_filter_config["envoy.filters.http.golang"]`
+
+func TestPluginConfigsAreValidatedWithTheirPath(t *testing.T) {
+	cases := []struct {
+		name, lib, plugin, value, route string
+		want                            []string // "" = valid
+	}{
+		{"chain: bad field", "moe", "moe", `{plugins: [{name: sentinel, config: {flow: [{threshold: 0}]}}]}`, "",
+			[]string{golangPath + `.plugin_config: invalid config of plugin "sentinel": field flow[0].threshold: must be > 0`}},
+		{"chain: unknown field", "moe", "moe", `{plugins: [{name: limit-req, config: {rate: 1, nodelay: true}}]}`, "",
+			[]string{golangPath + `.plugin_config: invalid config of plugin "limit-req": field nodelay: unknown field`}},
+		{"chain: custom-decoded field", "moe", "moe", `{plugins: [{name: limit-req, config: {rate: 1, max_delay: soon}}]}`, "",
+			[]string{golangPath + `.plugin_config: invalid config of plugin "limit-req": field max_delay: invalid duration "soon"`}},
+		{"chain: unknown plugin", "moe", "moe", `{plugins: [{name: nope}]}`, "",
+			[]string{golangPath + `.plugin_config: invalid config of plugin "nope": field plugins[0].name: unknown plugin`}},
+		{"single plugin filter", "moe", "limit-req", `{rate: 0}`, "",
+			[]string{golangPath + `.plugin_config: invalid config of plugin "limit-req": field rate: must be`}},
+		{"single plugin filter ok", "moe", "limit-req", `{rate: 5}`, "", nil},
+		{"unknown plugin_name", "moe", "limit-reqq", `{}`, "",
+			[]string{golangPath + `.plugin_config: unknown plugin_name "limit-reqq" for library_id "moe"`}},
+		// Per-route entries are checked on their own: {name} and disabled entries need
+		// nothing, a config must be valid by itself.
+		{"per-route chain ok", "moe", "moe", `{plugins: [{name: limit-req, config: {rate: 1}}]}`,
+			`{plugins: [{name: limit-req, disabled: true}, {name: ip-restriction, config: {allow: [10.0.0.0/8]}}]}`, nil},
+		{"per-route chain: bad entry", "moe", "moe", `{plugins: [{name: limit-req, config: {rate: 1}}]}`,
+			`{plugins: [{name: limit-req, config: {rate: 1, burst: 0}}]}`,
+			[]string{routePath + `.plugins_config["moe"].config: invalid config of plugin "limit-req": field burst: must be between 1`}},
+		{"per-route single plugin: bad", "moe", "limit-req", `{rate: 1}`, `{rate: -1}`,
+			[]string{routePath + `.plugins_config["limit-req"].config: invalid config of plugin "limit-req": field rate`}},
+		// Other libraries carry plugins moectl does not know: not checked.
+		{"other library", "moe-e2e", "moe", `{plugins: [{name: e2e-sync}]}`, "", nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := filepath.Join(t.TempDir(), "envoy.yaml")
+			if err := os.WriteFile(f, []byte(pluginBootstrap(tc.lib, tc.plugin, tc.value, tc.route)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			code, out, errs := runCLI("validate", "-skip-library-check", "-c", f)
+			if tc.want == nil {
+				if code != 0 || out != "ok\n" {
+					t.Fatalf("code %d, stdout %q, stderr:\n%s", code, out, errs)
+				}
+				return
+			}
+			if code != 1 {
+				t.Fatalf("code %d, want 1; stderr:\n%s", code, errs)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(errs, "  "+w) {
+					t.Errorf("stderr lacks\n  %s\ngot:\n%s", w, errs)
+				}
+			}
+			// -skip-plugin-check turns the plugin check off.
+			if code, _, errs := runCLI("validate", "-skip-library-check", "-skip-plugin-check", "-c", f); code != 0 {
+				t.Errorf("-skip-plugin-check: code %d:\n%s", code, errs)
+			}
+		})
+	}
+}
+
+// Validation does not run plugins' Init, which would start a JWKS fetcher (jwt-auth) or a
+// Redis client with idle connections (limit-count): pointed at a local listener, neither
+// may connect.
+func TestPluginValidationDoesNoNetworkIO(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan struct{}, 1)
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			c.Close()
+			accepted <- struct{}{}
+		}
+	}()
+	addr := ln.Addr().String()
+	cfg := `{plugins: [
+	  {name: jwt-auth, config: {jwks: {url: "http://` + addr + `/jwks"}}},
+	  {name: limit-count, config: {count: 10, time_window: 1s, redis: {addrs: ["` + addr + `"], min_idle_conns: 2}}}]}`
+	f := filepath.Join(t.TempDir(), "envoy.yaml")
+	if err := os.WriteFile(f, []byte(pluginBootstrap("moe", "moe", cfg, "")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errs := runCLI("validate", "-skip-library-check", "-c", f); code != 0 || out != "ok\n" {
+		t.Fatalf("code %d, stdout %q, stderr:\n%s", code, out, errs)
+	}
+	select {
+	case <-accepted:
+		t.Fatal("validation connected to the JWKS or Redis address (Init ran)")
+	case <-time.After(300 * time.Millisecond):
+	}
+}

@@ -18,7 +18,10 @@ import (
 type HeaderMap interface {
 	// Get returns the first value of key.
 	Get(key string) (string, bool)
-	// Values returns all values of key (nil if absent). Do not modify the slice.
+	// Values returns all values of key (nil if absent). It is the map's own
+	// slice, not a copy (no allocation per call): do not modify its elements.
+	// Later writes do not change a slice already returned, and appending to it
+	// reallocates.
 	Values(key string) []string
 	// Set replaces all values of key.
 	Set(key, value string) error

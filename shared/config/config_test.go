@@ -11,8 +11,9 @@ import (
 )
 
 type rule struct {
-	Key   string `json:"key"`
-	Limit int    `json:"limit"`
+	Key   string       `json:"key"`
+	Limit int          `json:"limit"`
+	Every api.Duration `json:"every"`
 }
 
 type testConfig struct {
@@ -21,6 +22,7 @@ type testConfig struct {
 	Ratio   float64           `json:"ratio"`
 	Enabled bool              `json:"enabled"`
 	Timeout api.Duration      `json:"timeout"`
+	Delays  []api.Duration    `json:"delays"`
 	Rules   []rule            `json:"rules"`
 	Labels  map[string]string `json:"labels"`
 	inited  bool
@@ -85,7 +87,9 @@ func TestDecodeRejectsWithPluginFieldAndReason(t *testing.T) {
 		{"out of range", `{"port": 70000}`, "port", "not a valid uint16"},
 		{"object for list", `{"rules": {"key": "a"}}`, "rules", "expected a list"},
 		{"bool for string map value", `{"labels": {"a": true}}`, "labels.a", "expected a string"},
-		{"bad duration", `{"timeout": "soon"}`, "", "invalid duration"},
+		{"bad duration", `{"timeout": "soon"}`, "timeout", `invalid duration "soon"`},
+		{"bad duration in a list", `{"delays": ["1s", 3, "x"]}`, "delays[2]", `invalid duration "x"`},
+		{"bad duration in a nested struct", `{"rules": [{"key": "a", "limit": 1, "every": "often"}]}`, "rules[0].every", "invalid duration"},
 		{"validation", `{"rules": [{"key": "a", "limit": 0}]}`, "rules[0].limit", "must be > 0"},
 		{"malformed", `{`, "", "malformed JSON"},
 	}
@@ -98,6 +102,9 @@ func TestDecodeRejectsWithPluginFieldAndReason(t *testing.T) {
 			}
 			if ce.Plugin != "cfgtest" || (tc.field != "" && ce.Field != tc.field) || !strings.Contains(ce.Reason, tc.reason) {
 				t.Errorf("got plugin %q field %q reason %q; want field %q reason ~%q", ce.Plugin, ce.Field, ce.Reason, tc.field, tc.reason)
+			}
+			if tc.field != "" && !strings.Contains(err.Error(), "field "+tc.field+": ") {
+				t.Errorf("message %q does not name the field", err)
 			}
 			if !strings.Contains(err.Error(), `plugin "cfgtest"`) {
 				t.Errorf("message %q does not name the plugin", err)
@@ -129,6 +136,68 @@ func TestParseChainErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want ~%q", tc.raw, err, tc.want)
 		}
+	}
+}
+
+// destroyable records Destroy calls; its Init fails when the config says so.
+type destroyable struct {
+	Fail bool `json:"fail"`
+	log  *[]string
+	name string
+}
+
+var destroyLog []string
+
+func (d *destroyable) Init(env api.ConfigEnv) error {
+	d.name, d.log = env.PluginName(), &destroyLog
+	if d.Fail {
+		return errors.New("init failed")
+	}
+	return nil
+}
+
+func (d *destroyable) Destroy() { *d.log = append(*d.log, d.name) }
+
+type panicky struct{}
+
+func (*panicky) Validate() error { panic("boom") }
+
+func init() {
+	for _, n := range []string{"da", "db", "dc"} {
+		registry.Register(registry.Plugin{Name: n, NewConfig: func() any { return &destroyable{} }, Factory: func(any) api.Filter { return nil }})
+	}
+	registry.Register(registry.Plugin{Name: "dpanic", NewConfig: func() any { return &panicky{} }, Factory: func(any) api.Filter { return nil }})
+}
+
+// A rejected chain must not leak the configs it already initialised (their
+// goroutines, connections): they are destroyed before the error returns.
+func TestParseChainDestroysInitialisedConfigsOnRejection(t *testing.T) {
+	cases := []struct{ raw, want string }{
+		{`{"plugins":[{"name":"da"},{"name":"db"},{"name":"dc","config":{"fail":true}}]}`, "da,db"},
+		{`{"plugins":[{"name":"da"},{"name":"cfgtest","config":{"port":-1}},{"name":"db"}]}`, "da"},
+		{`{"plugins":[{"name":"da"},{"name":"nope"}]}`, "da"},
+		{`{"plugins":[{"name":"da"},{"name":"da"}]}`, "da"},
+		{`{"plugins":[{"name":"da"},{"name":"db"}]}`, ""}, // accepted: nothing destroyed
+	}
+	for _, tc := range cases {
+		destroyLog = nil
+		_, err := config.ParseChain([]byte(tc.raw), false)
+		if (err == nil) != (tc.want == "") {
+			t.Errorf("%s: error %v", tc.raw, err)
+		}
+		if got := strings.Join(destroyLog, ","); got != tc.want {
+			t.Errorf("%s: destroyed %q, want %q", tc.raw, got, tc.want)
+		}
+	}
+	// A panic while parsing a later entry (recovered by the caller) also
+	// releases the earlier ones.
+	destroyLog = nil
+	func() {
+		defer func() { _ = recover() }()
+		config.ParseChain([]byte(`{"plugins":[{"name":"da"},{"name":"dpanic"}]}`), false)
+	}()
+	if got := strings.Join(destroyLog, ","); got != "da" {
+		t.Errorf("after a panic: destroyed %q, want da", got)
 	}
 }
 
@@ -193,5 +262,28 @@ func TestAnyToJSONAcceptsTypedStructForms(t *testing.T) {
 	}
 	if j, _ := config.AnyToJSON(nil); string(j) != "{}" {
 		t.Errorf("nil: %s", j)
+	}
+}
+
+// CheckChain/CheckPlugin (offline tools) decode and Validate but never Init,
+// so nothing starts and nothing needs destroying.
+func TestCheckDoesNotInit(t *testing.T) {
+	destroyLog = nil
+	if err := config.CheckChain([]byte(`{"plugins":[{"name":"da"},{"name":"dc","config":{"fail":true}}]}`), false); err != nil {
+		t.Errorf("Init ran: %v", err)
+	}
+	err := config.CheckChain([]byte(`{"plugins":[{"name":"da"},{"name":"cfgtest","config":{"rules":[{"limit":0}]}}]}`), true)
+	if err == nil || !strings.Contains(err.Error(), `plugin "cfgtest": field rules[0].limit: must be > 0`) {
+		t.Errorf("Validate error: %v", err)
+	}
+	p, _ := registry.Get("dc")
+	if err := config.CheckPlugin(p, []byte(`{"fail":true}`), false); err != nil {
+		t.Errorf("CheckPlugin ran Init: %v", err)
+	}
+	if err := config.CheckPlugin(p, []byte(`{"fial":true}`), true); err == nil || !strings.Contains(err.Error(), "field fial: unknown field") {
+		t.Errorf("CheckPlugin: %v", err)
+	}
+	if len(destroyLog) != 0 {
+		t.Errorf("destroyed %v", destroyLog)
 	}
 }

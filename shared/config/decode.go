@@ -149,12 +149,12 @@ func check(v any, t reflect.Type, path string) error {
 	}
 	for t.Kind() == reflect.Pointer {
 		if t.Implements(unmarshalerType) {
-			return nil
+			return checkCustom(v, reflect.New(t.Elem()), path)
 		}
 		t = t.Elem()
 	}
 	if t.Implements(unmarshalerType) || reflect.PointerTo(t).Implements(unmarshalerType) {
-		return nil // custom decoding (api.Duration, ...) reports its own errors
+		return checkCustom(v, reflect.New(t), path)
 	}
 	switch t.Kind() {
 	case reflect.Interface:
@@ -239,6 +239,26 @@ func check(v any, t reflect.Type, path string) error {
 		if _, ok := v.(json.Number); !ok {
 			return mismatch(path, "a number", v)
 		}
+	}
+	return nil
+}
+
+// checkCustom runs a custom decoder (api.Duration, variables.Template, ...) on
+// a scratch value, so that its error carries the field path: encoding/json
+// returns an UnmarshalJSON error as is, without saying which field failed.
+// The real decode then calls UnmarshalJSON again: custom decoders must be
+// free of side effects (they are: they parse into the receiver).
+func checkCustom(v any, target reflect.Value, path string) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return &api.FieldError{Field: path, Reason: err.Error()}
+	}
+	if err := target.Interface().(json.Unmarshaler).UnmarshalJSON(b); err != nil {
+		var fe *api.FieldError
+		if errors.As(err, &fe) {
+			return &api.FieldError{Field: joinPath(path, fe.Field), Reason: fe.Reason}
+		}
+		return &api.FieldError{Field: path, Reason: err.Error()}
 	}
 	return nil
 }

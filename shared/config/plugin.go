@@ -26,6 +26,20 @@ func NewEnv(plugin string, isRoute bool) api.ConfigEnv { return env{plugin: plug
 // DecodePlugin builds a plugin's config from raw JSON: defaults from NewConfig,
 // strict decode, Validate, Init. Errors are *Error naming plugin and field.
 func DecodePlugin(p *registry.Plugin, raw []byte, isRoute bool) (any, error) {
+	return decodePlugin(p, raw, isRoute, true)
+}
+
+// CheckPlugin is DecodePlugin without Init: strict decode over the defaults,
+// then Validate. It is for offline tools (moectl): Init may start goroutines
+// or reach the network (JWKS fetchers, Redis clients), and the config is
+// thrown away, so nothing needs destroying. Checks a plugin makes only in Init
+// are not run.
+func CheckPlugin(p *registry.Plugin, raw []byte, isRoute bool) error {
+	_, err := decodePlugin(p, raw, isRoute, false)
+	return err
+}
+
+func decodePlugin(p *registry.Plugin, raw []byte, isRoute, initialize bool) (any, error) {
 	if p.NewConfig == nil {
 		t := bytes.TrimSpace(raw)
 		if isEmpty(t) || string(t) == "{}" {
@@ -42,7 +56,7 @@ func DecodePlugin(p *registry.Plugin, raw []byte, isRoute bool) (any, error) {
 			return nil, wrap(p.Name, "", err)
 		}
 	}
-	if in, ok := cfg.(api.Initializer); ok {
+	if in, ok := cfg.(api.Initializer); ok && initialize {
 		if err := in.Init(NewEnv(p.Name, isRoute)); err != nil {
 			return nil, wrap(p.Name, "", err)
 		}
@@ -101,13 +115,36 @@ type rawEntry struct {
 // enable it with {name} alone). At route level an entry with "disabled: true"
 // removes the plugin on that route and an entry without "config" keeps the
 // parent's config.
+//
+// A chain is accepted or rejected as a whole: when an entry fails (or panics),
+// the configs of the entries already initialised are destroyed
+// (api.Destroyable), so their goroutines and connections do not outlive the
+// rejected config.
 func ParseChain(raw []byte, isRoute bool) ([]Entry, error) {
+	return parseChain(raw, isRoute, true)
+}
+
+// CheckChain checks a moe plugin list like ParseChain (structure, plugin
+// names, each entry's config with the same per-route rules) but runs each
+// config through CheckPlugin: no Init, nothing to destroy. For offline tools.
+func CheckChain(raw []byte, isRoute bool) error {
+	_, err := parseChain(raw, isRoute, false)
+	return err
+}
+
+func parseChain(raw []byte, isRoute, initialize bool) ([]Entry, error) {
 	var l rawList
 	if err := DecodeStrict(raw, &l); err != nil {
 		return nil, wrap("", "", err)
 	}
 	seen := make(map[string]int, len(l.Plugins))
 	out := make([]Entry, 0, len(l.Plugins))
+	ok := false
+	defer func() {
+		if !ok && initialize { // an error return or a panic on the way up
+			destroyConfigs(out)
+		}
+	}()
 	for i, re := range l.Plugins {
 		field := fmt.Sprintf("plugins[%d]", i)
 		if re.Name == "" {
@@ -130,7 +167,7 @@ func ParseChain(raw []byte, isRoute bool) ([]Entry, error) {
 				return nil, &Error{Plugin: re.Name, Field: field, Reason: "a disabled plugin takes no config"}
 			}
 		} else if e.HasConfig || !isRoute {
-			cfg, err := DecodePlugin(p, re.Config, isRoute)
+			cfg, err := decodePlugin(p, re.Config, isRoute, initialize)
 			if err != nil {
 				return nil, err
 			}
@@ -139,7 +176,22 @@ func ParseChain(raw []byte, isRoute bool) ([]Entry, error) {
 		}
 		out = append(out, e)
 	}
+	ok = true
 	return out, nil
+}
+
+// destroyConfigs releases the configs of entries nobody will own. A panic in
+// one Destroy is swallowed: it must not skip the others nor replace the
+// rejection being reported.
+func destroyConfigs(es []Entry) {
+	for _, e := range es {
+		if d, ok := e.Config.(api.Destroyable); ok {
+			func() {
+				defer func() { _ = recover() }()
+				d.Destroy()
+			}()
+		}
+	}
 }
 
 // Merge applies a per-route plugin list over its parent (filter, virtual host

@@ -16,6 +16,11 @@ type Bench struct {
 	// WithBody makes Run send a one-chunk request and response body, so a
 	// request has four phases (headers and data, each way).
 	WithBody bool
+	// What the stream info reports, for plugins reading $route_name,
+	// $cluster, $remote_addr...: NewBench sets "bench-route",
+	// "bench-cluster", "10.0.0.1:12345" and "127.0.0.1:10000"; change them
+	// before Run.
+	RouteName, Cluster, RemoteAddr, LocalAddr string
 
 	factory envoy.StreamFilterFactory
 	cfg     any
@@ -25,11 +30,15 @@ type Bench struct {
 	ch      chan envoy.StatusType
 	reqB    benchBuf
 	respB   benchBuf
+	info    benchInfo
+	fs      benchFilterState
 }
 
 // NewBench prepares a bench driver. reqHeaders are extra request headers.
 func NewBench(factory envoy.StreamFilterFactory, cfg any, reqHeaders ...[2]string) *Bench {
-	b := &Bench{factory: factory, cfg: cfg, ch: make(chan envoy.StatusType, 1)}
+	b := &Bench{factory: factory, cfg: cfg, ch: make(chan envoy.StatusType, 1),
+		RouteName: "bench-route", Cluster: "bench-cluster", RemoteAddr: "10.0.0.1:12345", LocalAddr: "127.0.0.1:10000"}
+	b.info.b = b
 	b.reqH.init(append([][2]string{{":method", "GET"}, {":path", "/"}, {":authority", "example.com"}, {":scheme", "http"}}, reqHeaders...))
 	b.respH.init([][2]string{{":status", "200"}, {"content-length", "2"}})
 	b.cb.b = b
@@ -42,6 +51,8 @@ func NewBench(factory envoy.StreamFilterFactory, cfg any, reqHeaders ...[2]strin
 func (b *Bench) Run() envoy.StatusType {
 	b.reqH.reset()
 	b.respH.reset()
+	b.info.encoded = false
+	clear(b.fs.m)
 	f := b.factory(b.cfg, &b.cb)
 	wait := func(st envoy.StatusType) envoy.StatusType {
 		if st == envoy.Running {
@@ -57,6 +68,7 @@ func (b *Bench) Run() envoy.StatusType {
 	if st != envoy.Continue {
 		return st
 	}
+	b.info.encoded = true
 	st = wait(f.EncodeHeaders(&b.respH, !b.WithBody))
 	if b.WithBody && st == envoy.Continue {
 		b.respB.data = append(b.respB.data[:0], "response body"...)
@@ -94,11 +106,24 @@ func (h *benchHeaders) Get(k string) (string, bool) {
 	}
 	return "", false
 }
+
+// Values returns a single value without allocating (Envoy's SDK returns its
+// own slice too), so benchmarks measure the framework's cost, not the fake's.
 func (h *benchHeaders) Values(k string) []string {
-	if v, ok := h.Get(k); ok {
-		return []string{v}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []string
+	for i := range h.kv {
+		if h.kv[i][0] != k {
+			continue
+		}
+		if out == nil {
+			out = h.kv[i][1:2:2]
+		} else {
+			out = append(out, h.kv[i][1])
+		}
 	}
-	return nil
+	return out
 }
 func (h *benchHeaders) Set(k, v string) {
 	h.mu.Lock()
@@ -171,12 +196,29 @@ type benchCB struct {
 	dec, enc benchProc
 }
 
-func (c *benchCB) StreamInfo() envoy.StreamInfo                         { return nil }
-func (c *benchCB) ClearRouteCache()                                     {}
-func (c *benchCB) RefreshRouteCache()                                   {}
-func (c *benchCB) Log(envoy.LogType, string)                            {}
-func (c *benchCB) LogLevel() envoy.LogType                              { return envoy.Error }
-func (c *benchCB) GetProperty(string) (string, error)                   { return "", envoy.ErrValueNotFound }
+func (c *benchCB) StreamInfo() envoy.StreamInfo { return &c.b.info }
+func (c *benchCB) ClearRouteCache()             {}
+func (c *benchCB) RefreshRouteCache()           {}
+func (c *benchCB) Log(envoy.LogType, string)    {}
+func (c *benchCB) LogLevel() envoy.LogType      { return envoy.Error }
+
+// GetProperty answers the stream-info properties the framework reads
+// (Route().ClusterName() is xds.cluster_name).
+func (c *benchCB) GetProperty(key string) (string, error) {
+	switch key {
+	case "xds.cluster_name":
+		if c.b.Cluster != "" {
+			return c.b.Cluster, nil
+		}
+	case "xds.route_name":
+		return c.b.RouteName, nil
+	case "source.address":
+		return c.b.RemoteAddr, nil
+	case "destination.address":
+		return c.b.LocalAddr, nil
+	}
+	return "", envoy.ErrValueNotFound
+}
 func (c *benchCB) SecretManager() envoy.SecretManager                   { return secrets{} }
 func (c *benchCB) DecoderFilterCallbacks() envoy.DecoderFilterCallbacks { return &c.dec }
 func (c *benchCB) EncoderFilterCallbacks() envoy.EncoderFilterCallbacks { return &c.enc }
@@ -207,3 +249,57 @@ func (b *benchBuf) Prepend(d []byte) error {
 }
 func (b *benchBuf) PrependString(s string) error { return b.Prepend([]byte(s)) }
 func (b *benchBuf) AppendString(s string) error  { return b.Append([]byte(s)) }
+
+// benchInfo is the stream info of a Bench request: fixed values from the
+// Bench fields, a pointer into the Bench so that reading it allocates nothing.
+type benchInfo struct {
+	b       *Bench
+	encoded bool // the response headers were handed to the filter
+}
+
+func (i *benchInfo) GetRouteName() string                  { return i.b.RouteName }
+func (i *benchInfo) FilterChainName() string               { return "" }
+func (i *benchInfo) Protocol() (string, bool)              { return "HTTP/1.1", true }
+func (i *benchInfo) AttemptCount() uint32                  { return 1 }
+func (i *benchInfo) DownstreamLocalAddress() string        { return i.b.LocalAddr }
+func (i *benchInfo) DownstreamRemoteAddress() string       { return i.b.RemoteAddr }
+func (i *benchInfo) UpstreamLocalAddress() (string, bool)  { return "", false }
+func (i *benchInfo) UpstreamRemoteAddress() (string, bool) { return "", false }
+func (i *benchInfo) UpstreamClusterName() (string, bool) {
+	return i.b.Cluster, i.b.Cluster != ""
+}
+func (i *benchInfo) ResponseCode() (uint32, bool) {
+	if !i.encoded {
+		return 0, false
+	}
+	s, ok := i.b.respH.Status()
+	return uint32(s), ok
+}
+func (i *benchInfo) ResponseCodeDetails() (string, bool)          { return "", false }
+func (i *benchInfo) DynamicMetadata() envoy.DynamicMetadata       { return nil }
+func (i *benchInfo) FilterState() envoy.FilterState               { return &i.b.fs }
+func (i *benchInfo) VirtualClusterName() (string, bool)           { return "", false }
+func (i *benchInfo) WorkerID() uint32                             { return 0 }
+func (i *benchInfo) DrainConnectionUponCompletion()               {}
+func (i *benchInfo) DownstreamSslConnection() envoy.SslConnection { return nil }
+
+// benchFilterState keeps string filter state for one request (cleared by Run).
+type benchFilterState struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+func (f *benchFilterState) SetString(k, v string, _ envoy.StateType, _ envoy.LifeSpan, _ envoy.StreamSharing) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.m == nil {
+		f.m = map[string]string{}
+	}
+	f.m[k] = v
+}
+
+func (f *benchFilterState) GetString(k string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.m[k]
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/moeproxy/moe/shared/api"
 	"github.com/moeproxy/moe/shared/fakehost"
 	"github.com/moeproxy/moe/shared/filtermanager"
+	"github.com/moeproxy/moe/shared/variables"
 )
 
 // trivial is a stateless plugin doing the least a real one does: read a
@@ -147,5 +148,90 @@ func BenchmarkFourPhases(b *testing.B) {
 				run(b, filtermanager.Factory, mustChain(b, names...))
 			})
 		}
+	}
+}
+
+// readVars reads stream-info variables through the framework, as a plugin
+// keying on $route_name or $remote_addr does.
+type readVars struct {
+	tpl *variables.Template
+	out *string
+}
+
+func (r readVars) OnReceive(ctx api.Context, _ api.RequestHeaderMap, _ api.Buffer, _ api.HeaderMap) api.Status {
+	*r.out = r.tpl.Render(ctx)
+	return api.Continue
+}
+
+// fakehost.Bench provides a StreamInfo (route, cluster, addresses), so
+// plugins reading it can be benchmarked.
+func TestBenchProvidesStreamInfo(t *testing.T) {
+	var out string
+	tpl := variables.MustCompileTemplate("$route_name|$cluster|$remote_addr|$remote_port")
+	cfg := mustChain(t, plugin(t, api.Needs{}, readVars{tpl, &out}))
+	fb := fakehost.NewBench(filtermanager.Factory, cfg)
+	if st := fb.Run(); st != envoy.Continue {
+		t.Fatalf("status %d", st)
+	}
+	if want := "bench-route|bench-cluster|10.0.0.1|12345"; out != want {
+		t.Errorf("got %q, want %q", out, want)
+	}
+	fb.RouteName, fb.Cluster, fb.RemoteAddr = "r2", "c2", "[::1]:8080"
+	fb.Run()
+	if want := "r2|c2|::1|8080"; out != want {
+		t.Errorf("got %q, want %q", out, want)
+	}
+}
+
+func BenchmarkVariables(b *testing.B) {
+	var out string
+	tpl := variables.MustCompileTemplate("$remote_addr")
+	cfg := mustChain(b, plugin(b, api.Needs{}, readVars{tpl, &out}))
+	fb := fakehost.NewBench(filtermanager.Factory, cfg)
+	b.ReportAllocs()
+	for b.Loop() {
+		fb.Run()
+	}
+}
+
+// valuesReader reads a header's values n times, as plugins matching several
+// header rules do.
+type valuesReader struct{ n int }
+
+func (r valuesReader) OnReceive(_ api.Context, h api.RequestHeaderMap, _ api.Buffer, _ api.HeaderMap) api.Status {
+	for range r.n {
+		if len(h.Values("x-user")) != 1 {
+			panic("x-user")
+		}
+	}
+	return api.Continue
+}
+
+// BenchmarkHeaderValues: one plugin calling Values n times per request.
+func BenchmarkHeaderValues(b *testing.B) {
+	for _, n := range []int{1, 4, 64} {
+		b.Run(fmt.Sprintf("reads-%d", n), func(b *testing.B) {
+			cfg := mustChain(b, plugin(b, api.Needs{}, valuesReader{n}))
+			fb := fakehost.NewBench(filtermanager.Factory, cfg, [2]string{"x-user", "alice"})
+			b.ReportAllocs()
+			for b.Loop() {
+				if st := fb.Run(); st != envoy.Continue {
+					b.Fatalf("status %d", st)
+				}
+			}
+		})
+	}
+}
+
+// Values must not allocate per call: reading a header 4 times costs what a
+// request without those reads costs.
+func TestHeaderValuesDoesNotAllocate(t *testing.T) {
+	allocs := func(n int) float64 {
+		cfg := mustChain(t, plugin(t, api.Needs{}, valuesReader{n}))
+		fb := fakehost.NewBench(filtermanager.Factory, cfg, [2]string{"x-user", "alice"})
+		return testing.AllocsPerRun(200, func() { fb.Run() })
+	}
+	if none, four := allocs(0), allocs(4); four != none {
+		t.Errorf("4 Values calls: %v allocs per request, without them %v", four, none)
 	}
 }

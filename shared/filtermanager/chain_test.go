@@ -235,3 +235,46 @@ func TestLongChainKeepsOrder(t *testing.T) {
 		t.Errorf("encode order %q", got)
 	}
 }
+
+// Values returns the map's own slice (no copy per call) yet stays a safe view:
+// appending to it does not change the map, later writes do not change a slice
+// already returned, and ownership is still checked.
+func TestHeaderValuesAreStableViews(t *testing.T) {
+	var held api.RequestHeaderMap
+	var errs []string
+	check := func(cond bool, msg string) {
+		if !cond {
+			errs = append(errs, msg)
+		}
+	}
+	p := plugin(t, api.Needs{}, recvF{func(_ api.Context, h api.RequestHeaderMap, _ api.Buffer, _ api.HeaderMap) api.Status {
+		held = h
+		vs := h.Values("x-b")
+		check(strings.Join(vs, ",") == "1,2", "initial values "+strings.Join(vs, ","))
+		_ = append(vs, "appended")
+		check(strings.Join(h.Values("x-b"), ",") == "1,2", "append to the result changed the map")
+		h.Add("x-b", "3")
+		check(strings.Join(vs, ",") == "1,2", "Add changed a returned slice")
+		added := h.Values("x-b")
+		check(strings.Join(added, ",") == "1,2,3", "after Add "+strings.Join(added, ","))
+		h.Set("x-b", "9")
+		check(strings.Join(added, ",") == "1,2,3", "Set changed a returned slice")
+		check(strings.Join(h.Values("X-B"), ",") == "9", "after Set")
+		return api.Continue
+	}})
+	res := do(t, mustChain(t, p), fakehost.Request{Headers: [][2]string{{"x-b", "1"}, {"x-b", "2"}}})
+	for _, e := range errs {
+		t.Error(e)
+	}
+	if got := strings.Join(res.Upstream.Headers["x-b"], ","); got != "9" {
+		t.Errorf("upstream x-b = %q", got)
+	}
+	func() {
+		defer func() {
+			if r := recover(); !api.IsStreamError(r) {
+				t.Errorf("Values after the phase: recovered %v, want a *StreamError", r)
+			}
+		}()
+		held.Values("x-b")
+	}()
+}

@@ -113,7 +113,12 @@ func (h *headerMap) Values(key string) []string {
 	if len(vs) == 0 {
 		return nil
 	}
-	return append([]string(nil), vs...)
+	// No copy: the API says callers must not modify the slice, and neither
+	// side changes it in place: pending writes get a new slice on every
+	// Set/Add, and the SDK's map replaces or appends (Set, Add). The capacity
+	// is clipped so that a caller's append reallocates instead of writing
+	// into the SDK's backing array.
+	return vs[:len(vs):len(vs)]
 }
 
 func (h *headerMap) setLocked(k string, vs []string) {

@@ -64,9 +64,16 @@ func init() {
 	}))
 	Register("host", pseudo(func(h api.RequestHeaderMap) string { return h.Host() }))
 	Register("scheme", pseudo(func(h api.RequestHeaderMap) string { return h.Scheme() }))
+	// $remote_addr is the client IP without the port, as in nginx: Envoy's
+	// downstream address is "ip:port", and a key built on it would count per
+	// connection instead of per client. $remote_port has the port.
 	Register("remote_addr", func(ctx api.Context) (string, bool) {
-		a := ctx.Receiver().RequestInfo().DownstreamRemoteAddress()
-		return a, a != ""
+		ip, _ := SplitAddress(ctx.Receiver().RequestInfo().DownstreamRemoteAddress())
+		return ip, ip != ""
+	})
+	Register("remote_port", func(ctx api.Context) (string, bool) {
+		_, port := SplitAddress(ctx.Receiver().RequestInfo().DownstreamRemoteAddress())
+		return port, port != ""
 	})
 	Register("route_name", func(ctx api.Context) (string, bool) {
 		n := ctx.Receiver().Route().RouteName()
@@ -168,4 +175,26 @@ func cookie(line, name string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// SplitAddress splits an Envoy address ("192.0.2.1:5555", "[2001:db8::1]:443")
+// into the IP (IPv6 without brackets) and the port. Anything else (a bare IP,
+// a pipe path, a malformed value) is returned whole with an empty port.
+// Slicing only: no allocation per request.
+func SplitAddress(a string) (ip, port string) {
+	if strings.HasPrefix(a, "[") {
+		i := strings.IndexByte(a, ']')
+		if i < 0 {
+			return a, ""
+		}
+		if rest := a[i+1:]; len(rest) > 1 && rest[0] == ':' {
+			return a[1:i], rest[1:]
+		}
+		return a[1:i], ""
+	}
+	// Exactly one colon: IPv4:port. A bare IPv6 address has several.
+	if i := strings.IndexByte(a, ':'); i >= 0 && strings.LastIndexByte(a, ':') == i {
+		return a[:i], a[i+1:]
+	}
+	return a, ""
 }

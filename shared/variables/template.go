@@ -113,6 +113,33 @@ func (t *Template) Render(ctx api.Context) string {
 	return string(t.AppendTo(make([]byte, 0, t.size+32), ctx))
 }
 
+// RenderComplete renders like Render and also reports whether every variable
+// had a non-empty value, so a caller can tell "$route_name:$header_x-user"
+// without the header from a full key (e.g. to reject it). A template of one
+// variable costs no allocation.
+func (t *Template) RenderComplete(ctx api.Context) (string, bool) {
+	if len(t.parts) == 1 {
+		p := t.parts[0]
+		if !p.isV {
+			return p.lit, true
+		}
+		s, ok := p.v.Get(ctx)
+		return s, ok && s != ""
+	}
+	buf := make([]byte, 0, t.size+32)
+	complete := true
+	for _, p := range t.parts {
+		if !p.isV {
+			buf = append(buf, p.lit...)
+			continue
+		}
+		s, ok := p.v.Get(ctx)
+		complete = complete && ok && s != ""
+		buf = append(buf, s...)
+	}
+	return string(buf), complete
+}
+
 // AppendTo renders into dst (to reuse a buffer).
 func (t *Template) AppendTo(dst []byte, ctx api.Context) []byte {
 	for _, p := range t.parts {

@@ -46,7 +46,7 @@ type Config struct {
 	// Redis is where the counters live.
 	Redis RedisConfig `json:"redis"`
 
-	key       *keyTemplate
+	key       *variables.Template
 	keySuffix string // "}:f60000": window kind and length, so a change of window starts new counters
 	sliding   bool
 	windowMS  int64
@@ -165,11 +165,9 @@ func (c *Config) Validate() error {
 	if err := c.Redis.validate("redis"); err != nil {
 		return err
 	}
-	// The framework's compiler first, for its syntax and error messages.
-	if _, err := variables.CompileTemplate(c.Key); err != nil {
-		return api.FieldErrorf("key", "%v", err)
-	}
-	k, err := compileKey(c.Key)
+	// Rendered with RenderComplete, so that empty_key: reject also catches a
+	// composite key with a missing part.
+	k, err := variables.CompileTemplate(c.Key)
 	if err != nil {
 		return api.FieldErrorf("key", "%v", err)
 	}
@@ -195,10 +193,11 @@ func (c *Config) Init(env api.ConfigEnv) error {
 	c.emptyHdrs = api.Headers{"content-type": c.replyHdr}
 
 	c.rt = newRuntime(c, env.Metrics())
-	// Destroy is the normal way out. A config that is dropped without it (a
-	// later plugin of the same chain failed to parse, so Envoy never got the
-	// chain) would keep its reference and the client open for ever: release
-	// it when the config is garbage. rt does not point back to c.
+	// Destroy is the normal way out (the framework also destroys it when a
+	// later plugin of the same chain fails to parse). As a backstop for a
+	// config dropped without Destroy, which would keep its reference and the
+	// client open for ever, release it when the config is garbage (close is
+	// idempotent). rt does not point back to c.
 	runtime.AddCleanup(c, func(rt *limiter) { rt.close() }, c.rt)
 	return nil
 }

@@ -85,7 +85,7 @@ const (
 // under fail_open).
 func (c *Config) check(ctx api.Context) (d decision, known bool, st api.Status) {
 	rt := c.rt
-	key, complete := c.key.render(ctx)
+	key, complete := c.key.RenderComplete(ctx)
 	if !complete && c.EmptyKey == emptyReject {
 		rt.rejectedEmpty.Inc(1)
 		c.reply(ctx, c.EmptyKeyStatus, c.emptyHdrs, "missing rate limit key")

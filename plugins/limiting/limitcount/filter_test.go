@@ -221,20 +221,6 @@ func TestRedisKeyHashesLongKeys(t *testing.T) {
 	}
 }
 
-func TestHostOnly(t *testing.T) {
-	for in, want := range map[string]string{
-		"192.0.2.1:5555":     "192.0.2.1",
-		"[2001:db8::1]:5555": "2001:db8::1",
-		"2001:db8::1":        "2001:db8::1",
-		"192.0.2.1":          "192.0.2.1",
-		"":                   "",
-	} {
-		if got := hostOnly(in); got != want {
-			t.Errorf("hostOnly(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 func TestKeyTemplateRendering(t *testing.T) {
 	r := startRedis(t)
 	cases := []struct {

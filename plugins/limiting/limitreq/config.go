@@ -43,7 +43,6 @@ type Config struct {
 	replyHdr     []string // reply content type, shared (the framework copies reply headers)
 	emptyKeyHdrs api.Headers
 	rejectHdrs   [11]api.Headers // by Retry-After seconds 0..10
-	clientIPKey  bool            // key is exactly $remote_addr: use the IP without port
 }
 
 const (
@@ -125,6 +124,5 @@ func (c *Config) Init(env api.ConfigEnv) error {
 	for s := range c.rejectHdrs {
 		c.rejectHdrs[s] = api.Headers{"content-type": c.replyHdr, "retry-after": {retryAfterValues[s]}}
 	}
-	c.clientIPKey = strings.TrimSpace(c.Key) == "$remote_addr"
 	return nil
 }

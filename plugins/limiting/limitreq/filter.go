@@ -30,7 +30,7 @@ type filter Config
 func (f *filter) OnReceive(ctx api.Context, h api.RequestHeaderMap, _ api.Buffer, _ api.HeaderMap) api.Status {
 	c := (*Config)(f)
 	rt := c.rt
-	key := c.renderKey(ctx)
+	key := c.key.Render(ctx)
 	if key == "" && c.EmptyKey == emptyReject {
 		rt.rejectedEmpty.Inc(1)
 		c.reply(ctx, c.EmptyKeyStatus, c.emptyKeyHdrs, "missing rate limit key")

@@ -3,8 +3,11 @@ package fakehost
 import (
 	"strconv"
 	"sync"
+	"testing"
 
 	envoy "github.com/envoyproxy/envoy/contrib/golang/common/go/api"
+
+	"github.com/moeproxy/moe/shared/filtermanager"
 )
 
 // Bench is a minimal, reusable fake Envoy for benchmarks: one headers-only
@@ -302,4 +305,43 @@ func (f *benchFilterState) GetString(k string) string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.m[k]
+}
+
+// BenchChain benchmarks the moe filter with cfg (from ParseFilter(filtermanager.Parser{}, ...))
+// on requests carrying reqHeaders; the benchmark fails if a request does not pass.
+func BenchChain(b *testing.B, cfg any, reqHeaders ...[2]string) {
+	b.Helper()
+	benchLoop(b, filtermanager.Factory, cfg, reqHeaders...)
+}
+
+// BenchPassThrough benchmarks a bare Envoy pass-through filter on the same fake: the baseline
+// for BenchChain.
+func BenchPassThrough(b *testing.B) {
+	b.Helper()
+	benchLoop(b, func(any, envoy.FilterCallbackHandler) envoy.StreamFilter {
+		return &envoy.PassThroughStreamFilter{}
+	}, nil)
+}
+
+func benchLoop(b *testing.B, factory envoy.StreamFilterFactory, cfg any, reqHeaders ...[2]string) {
+	b.Helper()
+	fb := NewBench(factory, cfg, reqHeaders...)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if st := fb.Run(); st != envoy.Continue {
+			b.Fatalf("status %v", st)
+		}
+	}
+}
+
+// MustParseChain is ParseFilter(filtermanager.Parser{}, jsonText) for a moe filter config,
+// failing the test or benchmark on error.
+func MustParseChain(t testing.TB, jsonText string) any {
+	t.Helper()
+	cfg, err := ParseFilter(filtermanager.Parser{}, jsonText)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
 }

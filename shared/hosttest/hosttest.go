@@ -9,6 +9,7 @@ package hosttest
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -31,21 +32,14 @@ func OutDir(t testing.TB) string {
 	if d := os.Getenv("MOE_OUT"); d != "" {
 		return d
 	}
-	dir, err := os.Getwd()
+	dir, err := repoRoot()
 	if err != nil {
-		t.Fatalf("getwd: %v", err)
+		t.Fatalf("%v; set MOE_OUT", err)
 	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(dir, "out")
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatalf("no go.mod above the test directory; set MOE_OUT")
-		}
-		dir = parent
-	}
+	return filepath.Join(dir, "out")
 }
+
+var errNoGoMod = errors.New("no go.mod above the test directory")
 
 // Require returns the path of out/<name>, skipping or failing the test when it is missing.
 func Require(t testing.TB, name string) string {

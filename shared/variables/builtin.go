@@ -32,19 +32,14 @@ func init() {
 		if h == nil {
 			return "", false
 		}
-		return queryArg(h.Path(), name)
+		return QueryArg(h.Path(), name)
 	})
 	RegisterPrefix("cookie_", func(ctx api.Context, name string) (string, bool) {
 		h := reqHeaders(ctx)
 		if h == nil {
 			return "", false
 		}
-		for _, line := range h.Values("cookie") {
-			if v, ok := cookie(line, name); ok {
-				return v, true
-			}
-		}
-		return "", false
+		return Cookie(h.Values("cookie"), name)
 	})
 	Register("method", pseudo(func(h api.RequestHeaderMap) string { return h.Method() }))
 	Register("path", pseudo(func(h api.RequestHeaderMap) string {
@@ -128,8 +123,10 @@ func pseudo(f func(api.RequestHeaderMap) string) func(api.Context) (string, bool
 	}
 }
 
-// queryArg finds name in the query of path without building a map.
-func queryArg(path, name string) (string, bool) {
+// QueryArg returns the first value of the query parameter name in path (":path" with its
+// query) without building a map. Names and values are percent-decoded only when they contain
+// an escape.
+func QueryArg(path, name string) (string, bool) {
 	i := strings.IndexByte(path, '?')
 	if i < 0 {
 		return "", false
@@ -160,18 +157,21 @@ func unescape(s string) string {
 	return u
 }
 
-// cookie finds name in one Cookie header line.
-func cookie(line, name string) (string, bool) {
-	for line != "" {
-		var kv string
-		kv, line, _ = strings.Cut(line, ";")
-		kv = strings.TrimSpace(kv)
-		k, v, ok := strings.Cut(kv, "=")
-		if ok && k == name {
-			if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' {
-				v = v[1 : len(v)-1]
+// Cookie returns the value of cookie name from the Cookie header lines (the first match;
+// surrounding double quotes are removed).
+func Cookie(lines []string, name string) (string, bool) {
+	for _, line := range lines {
+		for line != "" {
+			var kv string
+			kv, line, _ = strings.Cut(line, ";")
+			kv = strings.TrimSpace(kv)
+			k, v, ok := strings.Cut(kv, "=")
+			if ok && k == name {
+				if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' {
+					v = v[1 : len(v)-1]
+				}
+				return v, true
 			}
-			return v, true
 		}
 	}
 	return "", false

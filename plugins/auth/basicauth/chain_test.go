@@ -3,8 +3,6 @@ package basicauth
 import (
 	"testing"
 
-	envoy "github.com/envoyproxy/envoy/contrib/golang/common/go/api"
-
 	"github.com/moeproxy/moe/shared/fakehost"
 	"github.com/moeproxy/moe/shared/filtermanager"
 )
@@ -15,10 +13,7 @@ const chainJSON = `{"plugins":[{"name":"basic-auth","config":{"hide_credentials"
 	{"name":"bob","password":"bob-pw"}]}}]}`
 
 func TestThroughFramework(t *testing.T) {
-	cfg, err := fakehost.ParseFilter(filtermanager.Parser{}, chainJSON)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := fakehost.MustParseChain(t, chainJSON)
 	for _, tc := range []struct {
 		auth   string
 		status int
@@ -50,36 +45,16 @@ func TestThroughFramework(t *testing.T) {
 	}
 }
 
-func passThroughFactory(any, envoy.FilterCallbackHandler) envoy.StreamFilter {
-	return &envoy.PassThroughStreamFilter{}
-}
-
 func BenchmarkChain(b *testing.B) {
-	run := func(b *testing.B, f envoy.StreamFilterFactory, cfg any, hdr ...[2]string) {
-		fb := fakehost.NewBench(f, cfg, hdr...)
-		b.ReportAllocs()
-		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
-			if st := fb.Run(); st != envoy.Continue {
-				b.Fatalf("status %v", st)
-			}
-		}
-	}
-	b.Run("baseline-passthrough", func(b *testing.B) { run(b, passThroughFactory, nil) })
-	plain, err := fakehost.ParseFilter(filtermanager.Parser{}, `{"plugins":[{"name":"basic-auth","config":{"consumers":[{"name":"bob","password":"bob-pw"}]}}]}`)
-	if err != nil {
-		b.Fatal(err)
-	}
+	b.Run("baseline-passthrough", fakehost.BenchPassThrough)
+	plain := fakehost.MustParseChain(b, `{"plugins":[{"name":"basic-auth","config":{"consumers":[{"name":"bob","password":"bob-pw"}]}}]}`)
 	b.Run("basic-auth-plain", func(b *testing.B) {
-		run(b, filtermanager.Factory, plain, [2]string{"authorization", basic("bob:bob-pw")})
+		fakehost.BenchChain(b, plain, [2]string{"authorization", basic("bob:bob-pw")})
 	})
-	hashed, err := fakehost.ParseFilter(filtermanager.Parser{}, chainJSON)
-	if err != nil {
-		b.Fatal(err)
-	}
+	hashed := fakehost.MustParseChain(b, chainJSON)
 	// Hashed config: the phase runs in a goroutine (MayBlock); a hot credential
 	// comes from the verified cache.
 	b.Run("basic-auth-bcrypt-cached-async", func(b *testing.B) {
-		run(b, filtermanager.Factory, hashed, [2]string{"authorization", basic("alice:alice-pw")})
+		fakehost.BenchChain(b, hashed, [2]string{"authorization", basic("alice:alice-pw")})
 	})
 }

@@ -71,18 +71,14 @@ func (c *Config) Validate() error {
 	if c.HashConcurrency < 1 || c.HashConcurrency > 1024 {
 		return api.FieldErrorf("hash_concurrency", "must be between 1 and 1024, got %d", c.HashConcurrency)
 	}
-	names := map[string]int{}
+	names := authn.ConsumerNames{}
 	users := map[string]int{}
 	for i := range c.Consumers {
 		cs := &c.Consumers[i]
 		field := fmt.Sprintf("consumers[%d]", i)
-		if err := cs.Check(field); err != nil {
+		if err := names.Add(i, field, &cs.ConsumerSpec); err != nil {
 			return err
 		}
-		if j, dup := names[cs.Name]; dup {
-			return api.FieldErrorf(field+".name", "consumer %q is also consumers[%d]", cs.Name, j)
-		}
-		names[cs.Name] = i
 		if cs.Username == "" {
 			cs.Username = cs.Name
 		}

@@ -7,44 +7,22 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/moeproxy/moe/plugins/auth/internal/authn/authntest"
 	"github.com/moeproxy/moe/shared/hosttest"
 )
-
-func get(t *testing.T, url string, hdr ...string) (*http.Response, string) {
-	t.Helper()
-	req, err := http.NewRequest("GET", url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Add(hdr[i], hdr[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
-	}
-	if resp.StatusCode == 200 {
-		return resp, ""
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	return resp, string(b)
-}
 
 const challenge = `Basic realm="example", charset="UTF-8"`
 
 // TestE2EExample runs envoy/examples/basic-auth.yaml through moe-host and the
 // real libgolang.so with the requests listed at the top of that file.
 func TestE2EExample(t *testing.T) {
-	h := authntest.StartExample(t, "basic-auth.yaml")
+	h := hosttest.StartExample(t, "envoy/examples/basic-auth.yaml")
 
-	resp, body := get(t, h.URL+"/")
+	resp, body := hosttest.Get(t, h.URL+"/")
 	if resp.StatusCode != 401 || resp.Header.Get("www-authenticate") != challenge || body != "missing credentials\n" {
 		t.Fatalf("no credentials: %d %q %q", resp.StatusCode, resp.Header.Get("www-authenticate"), body)
 	}
 	for user, pw := range map[string]string{"alice": "alice-password", "carol": "carol-password", "bob": "bob-password"} {
-		resp, body := get(t, h.URL+"/", "authorization", basic(user+":"+pw), "x-consumer-name", "root")
+		resp, body := hosttest.Get(t, h.URL+"/", "authorization", basic(user+":"+pw), "x-consumer-name", "root")
 		if resp.StatusCode != 200 {
 			t.Fatalf("%s: %d %q", user, resp.StatusCode, body)
 		}
@@ -65,7 +43,7 @@ func TestE2EExample(t *testing.T) {
 		{"oversized header", "Basic " + strings.Repeat("YWFh", 1200), "credentials too large"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			resp, body := get(t, h.URL+"/", "authorization", tc.auth)
+			resp, body := hosttest.Get(t, h.URL+"/", "authorization", tc.auth)
 			if resp.StatusCode != 401 || body != tc.reason+"\n" || resp.Header.Get("www-authenticate") != challenge {
 				t.Fatalf("got %d %q %q", resp.StatusCode, body, resp.Header.Get("www-authenticate"))
 			}
@@ -107,11 +85,11 @@ func TestE2EExample(t *testing.T) {
 		t.Error(e)
 	}
 
-	resp, _ = get(t, h.URL+"/public/")
+	resp, _ = hosttest.Get(t, h.URL+"/public/")
 	if e := hosttest.DecodeEcho(t, resp); e.Header("x-consumer-name") != "guest" {
 		t.Fatalf("anonymous route: %v", e.Headers)
 	}
-	resp, _ = get(t, h.URL+"/public/", "authorization", basic("bob:bob-password"))
+	resp, _ = hosttest.Get(t, h.URL+"/public/", "authorization", basic("bob:bob-password"))
 	if e := hosttest.DecodeEcho(t, resp); e.Header("x-consumer-name") != "bob" {
 		t.Fatalf("credentials on the anonymous route: %v", e.Headers)
 	}

@@ -1,44 +1,26 @@
 package basicauth
 
 import (
-	"encoding/json"
 	"testing"
 
-	"github.com/moeproxy/moe/plugins/auth/internal/authn/authntest"
 	"github.com/moeproxy/moe/shared/api"
-	"github.com/moeproxy/moe/shared/config"
+	"github.com/moeproxy/moe/shared/plugintest"
 )
 
+const plugin = "basic-auth"
+
 // parse decodes, validates and initialises a config like the framework does.
-func parse(t testing.TB, js string, route bool) (*Config, *authntest.Env, error) {
+func parse(t testing.TB, js string, route bool) (*Config, *plugintest.Env, error) {
 	t.Helper()
-	c := newConfig().(*Config)
-	if err := config.DecodeStrict([]byte(js), c); err != nil {
-		return nil, nil, err
-	}
-	if err := c.Validate(); err != nil {
-		return nil, nil, err
-	}
-	env := authntest.NewEnv("basic-auth", route)
-	if err := c.Init(env); err != nil {
-		return nil, nil, err
-	}
-	return c, env, nil
+	return plugintest.Parse[*Config](t, plugin, newConfig, js, route)
 }
 
-func mustParse(t testing.TB, v any) (*Config, *authntest.Env) {
+func mustParse(t testing.TB, v any) (*Config, *plugintest.Env) {
 	t.Helper()
-	b, _ := json.Marshal(v)
-	c, env, err := parse(t, string(b), false)
-	if err != nil {
-		t.Fatalf("config: %v", err)
-	}
-	return c, env
+	return plugintest.MustParse[*Config](t, plugin, newConfig, v)
 }
 
 // run sends one request through the plugin.
-func run(c *Config, req *authntest.Headers) (*authntest.Context, api.Status) {
-	ctx := authntest.NewContext("basic-auth", req)
-	st := (*filter)(c).OnReceive(ctx, req, nil, nil)
-	return ctx, st
+func run(c *Config, req *plugintest.Request) (*plugintest.Context, api.Status) {
+	return plugintest.Run(plugin, (*filter)(c), req, nil)
 }

@@ -3,8 +3,8 @@ package consumerrestriction
 import (
 	"testing"
 
-	"github.com/moeproxy/moe/plugins/auth/internal/authn/authntest"
 	"github.com/moeproxy/moe/shared/api"
+	"github.com/moeproxy/moe/shared/plugintest"
 )
 
 // BenchmarkOnReceive: per-request cost against a pass-through filter run
@@ -34,7 +34,7 @@ func BenchmarkOnReceive(b *testing.B) {
 				c, _ := parse(b, tc.config)
 				f = filterOf(c)
 			}
-			ctx := authntest.NewContext(Name, authntest.NewRequest(tc.method, tc.path))
+			ctx := plugintest.NewContext(Name, plugintest.NewRequest(tc.method, tc.path))
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {

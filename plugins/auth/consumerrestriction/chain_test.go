@@ -3,11 +3,8 @@ package consumerrestriction
 import (
 	"testing"
 
-	envoy "github.com/envoyproxy/envoy/contrib/golang/common/go/api"
-
 	_ "github.com/moeproxy/moe/plugins/auth/keyauth" // the auth plugin chained before
 	"github.com/moeproxy/moe/shared/fakehost"
-	"github.com/moeproxy/moe/shared/filtermanager"
 )
 
 const chainJSON = `{"plugins":[
@@ -62,34 +59,13 @@ func TestThroughFramework(t *testing.T) {
 	}
 }
 
-func passThroughFactory(any, envoy.FilterCallbackHandler) envoy.StreamFilter {
-	return &envoy.PassThroughStreamFilter{}
-}
-
 // BenchmarkChain: whole requests through the fake Envoy and the moe filter
 // manager: key-auth alone against key-auth + consumer-restriction.
 func BenchmarkChain(b *testing.B) {
-	run := func(b *testing.B, f envoy.StreamFilterFactory, cfg any, hdr ...[2]string) {
-		fb := fakehost.NewBench(f, cfg, hdr...)
-		b.ReportAllocs()
-		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
-			if st := fb.Run(); st != envoy.Continue {
-				b.Fatalf("status %v", st)
-			}
-		}
-	}
-	parse := func(b *testing.B, js string) any {
-		cfg, err := fakehost.ParseFilter(filtermanager.Parser{}, js)
-		if err != nil {
-			b.Fatal(err)
-		}
-		return cfg
-	}
 	key := [2]string{"apikey", "alice-secret-key"}
-	b.Run("baseline-envoy-passthrough", func(b *testing.B) { run(b, passThroughFactory, nil) })
+	b.Run("baseline-envoy-passthrough", fakehost.BenchPassThrough)
 	b.Run("baseline-key-auth-only", func(b *testing.B) {
-		run(b, filtermanager.Factory, parse(b, `{"plugins":[{"name":"key-auth","config":{"consumers":[{"name":"alice","group":"admins","keys":["alice-secret-key"]}]}}]}`), key)
+		fakehost.BenchChain(b, fakehost.MustParseChain(b, `{"plugins":[{"name":"key-auth","config":{"consumers":[{"name":"alice","group":"admins","keys":["alice-secret-key"]}]}}]}`), key)
 	})
-	b.Run("key-auth+consumer-restriction", func(b *testing.B) { run(b, filtermanager.Factory, parse(b, chainJSON), key) })
+	b.Run("key-auth+consumer-restriction", func(b *testing.B) { fakehost.BenchChain(b, fakehost.MustParseChain(b, chainJSON), key) })
 }

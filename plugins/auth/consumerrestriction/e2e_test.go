@@ -3,8 +3,6 @@ package consumerrestriction_test
 import (
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -121,7 +119,7 @@ func TestE2EBadConfigRefused(t *testing.T) {
 // TestE2EExample runs envoy/examples/consumer-restriction.yaml and replays the
 // requests listed in its header.
 func TestE2EExample(t *testing.T) {
-	h := startExample(t, "consumer-restriction.yaml")
+	h := hosttest.StartExample(t, "envoy/examples/consumer-restriction.yaml")
 	const alice, bob = "alice-secret-key", "bob-secret-key-1"
 	cases := []struct {
 		method, path, key string
@@ -144,43 +142,5 @@ func TestE2EExample(t *testing.T) {
 		if code, body := do(t, tc.method, h.URL+tc.path, kv...); code != tc.want {
 			t.Errorf("%s %s key=%q: got %d %q, want %d", tc.method, tc.path, tc.key, code, body, tc.want)
 		}
-	}
-}
-
-func startExample(t *testing.T, name string) *hosttest.Host {
-	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(repoRoot(t), "envoy", "examples", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := strings.NewReplacer(
-		"port_value: 9901", "port_value: {{.AdminPort}}",
-		"port_value: 10000", "port_value: {{.Port}}",
-		"port_value: 8080", "port_value: {{.UpstreamPort}}",
-		"library_path: out/libgolang.so", "library_path: {{.Library}}",
-	).Replace(string(raw))
-	for _, v := range []string{"{{.AdminPort}}", "{{.Port}}", "{{.UpstreamPort}}", "{{.Library}}"} {
-		if !strings.Contains(tmpl, v) {
-			t.Fatalf("%s: no %s to substitute; keep the shape of envoy/envoy.yaml", name, v)
-		}
-	}
-	return hosttest.Start(t, tmpl, hosttest.Vars{"UpstreamPort": hosttest.EchoUpstream(t)})
-}
-
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the test directory")
-		}
-		dir = parent
 	}
 }

@@ -1,13 +1,11 @@
 package consumerrestriction
 
 import (
-	"errors"
 	"strings"
 	"testing"
 
-	"github.com/moeproxy/moe/plugins/auth/internal/authn/authntest"
 	"github.com/moeproxy/moe/shared/api"
-	sharedconfig "github.com/moeproxy/moe/shared/config"
+	"github.com/moeproxy/moe/shared/plugintest"
 )
 
 func TestOnReceive(t *testing.T) {
@@ -63,7 +61,7 @@ func TestOnReceive(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			c, env := parse(t, tc.config)
-			ctx := authntest.NewContext(Name, authntest.NewRequest(tc.method, tc.path))
+			ctx := plugintest.NewContext(Name, plugintest.NewRequest(tc.method, tc.path))
 			ctx.SetConsumer(tc.consumer)
 			st := filterOf(c).OnReceive(ctx, ctx.Req, nil, nil)
 			switch {
@@ -125,14 +123,7 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			err := tryParse(tc.config)
-			var ce *sharedconfig.Error
-			if !errors.As(err, &ce) {
-				t.Fatalf("want *config.Error, got %v", err)
-			}
-			if ce.Plugin != Name || ce.Field != tc.field || !strings.Contains(ce.Reason, tc.reason) {
-				t.Fatalf("got plugin=%q field=%q reason=%q; want %q %q ~%q", ce.Plugin, ce.Field, ce.Reason, Name, tc.field, tc.reason)
-			}
+			plugintest.WantConfigError(t, Name, tc.config, tc.field, tc.reason)
 		})
 	}
 }

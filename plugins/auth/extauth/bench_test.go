@@ -3,8 +3,8 @@ package extauth
 import (
 	"testing"
 
-	"github.com/moeproxy/moe/plugins/auth/internal/authn/authntest"
 	"github.com/moeproxy/moe/shared/api"
+	"github.com/moeproxy/moe/shared/plugintest"
 )
 
 type passThrough struct{}
@@ -18,7 +18,7 @@ func (passThrough) OnReceive(ctx api.Context, h api.RequestHeaderMap, _ api.Buff
 
 func benchFilter(b *testing.B, f api.ReceiverFilter) {
 	req := withAuth("Bearer good")
-	ctx := authntest.NewContext("ext-auth", req)
+	ctx := plugintest.NewContext("ext-auth", req)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {

@@ -3,8 +3,6 @@ package extauth
 import (
 	"testing"
 
-	envoy "github.com/envoyproxy/envoy/contrib/golang/common/go/api"
-
 	"github.com/moeproxy/moe/shared/fakehost"
 	"github.com/moeproxy/moe/shared/filtermanager"
 )
@@ -13,10 +11,7 @@ import (
 // goroutine and resumes the stream.
 func TestThroughFramework(t *testing.T) {
 	svc := newAuthService(t)
-	cfg, err := fakehost.ParseFilter(filtermanager.Parser{}, `{"plugins":[{"name":"ext-auth","config":{"url":"`+svc.URL+`","allowed_upstream_headers":["x-user"]}}]}`)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := fakehost.MustParseChain(t, `{"plugins":[{"name":"ext-auth","config":{"url":"`+svc.URL+`","allowed_upstream_headers":["x-user"]}}]}`)
 	res := fakehost.Do(filtermanager.Factory, cfg, fakehost.Request{Headers: [][2]string{{"authorization", "Bearer good"}}})
 	if res.Status != 200 || res.Upstream == nil || len(res.Violations) > 0 {
 		t.Fatalf("status %d violations %v", res.Status, res.Violations)
@@ -30,30 +25,13 @@ func TestThroughFramework(t *testing.T) {
 	}
 }
 
-func passThroughFactory(any, envoy.FilterCallbackHandler) envoy.StreamFilter {
-	return &envoy.PassThroughStreamFilter{}
-}
-
 // BenchmarkChain: whole per-request cost through the framework (including the
 // goroutine hop of a MayBlock phase), pass-through baseline in the same run.
 func BenchmarkChain(b *testing.B) {
 	svc := newAuthService(b)
-	run := func(b *testing.B, f envoy.StreamFilterFactory, cfg any, hdr ...[2]string) {
-		fb := fakehost.NewBench(f, cfg, hdr...)
-		b.ReportAllocs()
-		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
-			if st := fb.Run(); st != envoy.Continue {
-				b.Fatalf("status %v", st)
-			}
-		}
-	}
-	b.Run("baseline-passthrough", func(b *testing.B) { run(b, passThroughFactory, nil) })
+	b.Run("baseline-passthrough", fakehost.BenchPassThrough)
 	for name, extra := range map[string]string{"ext-auth-cached": `,"cache":{"ttl":"1h"}`, "ext-auth-uncached": ``} {
-		cfg, err := fakehost.ParseFilter(filtermanager.Parser{}, `{"plugins":[{"name":"ext-auth","config":{"url":"`+svc.URL+`","timeout":"2s"`+extra+`}}]}`)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Run(name, func(b *testing.B) { run(b, filtermanager.Factory, cfg, [2]string{"authorization", "Bearer good"}) })
+		cfg := fakehost.MustParseChain(b, `{"plugins":[{"name":"ext-auth","config":{"url":"`+svc.URL+`","timeout":"2s"`+extra+`}}]}`)
+		b.Run(name, func(b *testing.B) { fakehost.BenchChain(b, cfg, [2]string{"authorization", "Bearer good"}) })
 	}
 }

@@ -1,10 +1,6 @@
 package extauth
 
 import (
-	"io"
-	"net/http"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,86 +9,45 @@ import (
 	"github.com/moeproxy/moe/shared/hosttest"
 )
 
-func send(t *testing.T, method, url, body string, hdr ...string) (*http.Response, string) {
-	t.Helper()
-	var r io.Reader
-	if body != "" {
-		r = strings.NewReader(body)
-	}
-	req, err := http.NewRequest(method, url, r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Add(hdr[i], hdr[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, url, err)
-	}
-	if resp.StatusCode == 200 {
-		return resp, ""
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	return resp, string(b)
-}
-
 // startExample runs envoy/examples/ext-auth.yaml with test addresses: the
 // authorization service (:9002) is a second echo upstream, as in the file's
 // instructions, and :9003 stays dead.
 func startExample(t *testing.T) *hosttest.Host {
 	t.Helper()
-	// The test runs in plugins/auth/extauth; the repository root is three up.
-	raw, err := os.ReadFile(filepath.Join("..", "..", "..", "envoy", "examples", "ext-auth.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := string(raw)
-	for old, repl := range map[string]string{
-		"port_value: 10000":              "port_value: {{.Port}}",
-		"port_value: 9901":               "port_value: {{.AdminPort}}",
-		"port_value: 8080":               "port_value: {{.UpstreamPort}}",
-		"library_path: out/libgolang.so": "library_path: {{.Library}}",
-		"http://127.0.0.1:9002":          "http://127.0.0.1:" + strconv.Itoa(hosttest.EchoUpstream(t)),
-		"http://127.0.0.1:9003":          deadURL(t),
-	} {
-		if !strings.Contains(tmpl, old) {
-			t.Fatalf("example has no %q", old)
-		}
-		tmpl = strings.ReplaceAll(tmpl, old, repl)
-	}
-	return hosttest.Start(t, tmpl, hosttest.Vars{"UpstreamPort": hosttest.EchoUpstream(t)})
+	return hosttest.StartExample(t, "envoy/examples/ext-auth.yaml", hosttest.ExampleOptions{Replace: map[string]string{
+		"http://127.0.0.1:9002": "http://127.0.0.1:" + strconv.Itoa(hosttest.EchoUpstream(t)),
+		"http://127.0.0.1:9003": deadURL(t),
+	}})
 }
 
 // TestE2EExample runs the documented example with the requests from its header.
 func TestE2EExample(t *testing.T) {
 	h := startExample(t)
 
-	resp, _ := send(t, "GET", h.URL+"/items", "")
+	resp, _ := hosttest.Send(t, "GET", h.URL+"/items", "")
 	if e := hosttest.DecodeEcho(t, resp); e.Path != "/items" {
 		t.Fatalf("allowed request: %+v", e)
 	}
-	resp, body := send(t, "GET", h.URL+"/status/401", "")
+	resp, body := hosttest.Send(t, "GET", h.URL+"/status/401", "")
 	if resp.StatusCode != 401 || !strings.Contains(body, "/status/401") {
 		t.Fatalf("denial not relayed: %d %q", resp.StatusCode, body)
 	}
 	start := time.Now()
-	resp, body = send(t, "GET", h.URL+"/delay/500", "")
+	resp, body = hosttest.Send(t, "GET", h.URL+"/delay/500", "")
 	if resp.StatusCode != 403 || body != "authorization service unavailable\n" {
 		t.Fatalf("timeout: %d %q", resp.StatusCode, body)
 	}
 	if el := time.Since(start); el > 450*time.Millisecond {
 		t.Fatalf("timeout took %s (timeout 200ms)", el)
 	}
-	resp, _ = send(t, "GET", h.URL+"/lenient/x", "")
+	resp, _ = hosttest.Send(t, "GET", h.URL+"/lenient/x", "")
 	if e := hosttest.DecodeEcho(t, resp); e.Header("x-envoy-auth-failure-mode-allowed") != "true" {
 		t.Fatalf("fail open: %v", e.Headers)
 	}
-	resp, _ = send(t, "GET", h.URL+"/public/x", "")
+	resp, _ = hosttest.Send(t, "GET", h.URL+"/public/x", "")
 	hosttest.DecodeEcho(t, resp)
 	// Same request again: served from the cache.
-	resp, _ = send(t, "GET", h.URL+"/items", "")
+	resp, _ = hosttest.Send(t, "GET", h.URL+"/items", "")
 	resp.Body.Close()
 
 	for name, min := range map[string]int64{
@@ -121,7 +76,7 @@ func TestE2EAuthService(t *testing.T) {
 		},
 	}}})
 
-	resp, _ := send(t, "POST", h.URL+"/orders?id=7", "0123456789", "authorization", "Bearer good", "x-tenant", "t1", "x-user", "mallory", "cookie", "s=1")
+	resp, _ := hosttest.Send(t, "POST", h.URL+"/orders?id=7", "0123456789", "authorization", "Bearer good", "x-tenant", "t1", "x-user", "mallory", "cookie", "s=1")
 	e := hosttest.DecodeEcho(t, resp)
 	if e.Header("x-user") != "alice" || e.Header("x-consumer-name") != "alice" || len(e.Headers["X-User"]) != 1 {
 		t.Fatalf("upstream headers: %v", e.Headers)
@@ -138,7 +93,7 @@ func TestE2EAuthService(t *testing.T) {
 		t.Fatalf("check request: %+v", got)
 	}
 
-	resp, body := send(t, "GET", h.URL+"/", "", "authorization", "Bearer bad")
+	resp, body := hosttest.Send(t, "GET", h.URL+"/", "", "authorization", "Bearer bad")
 	if resp.StatusCode != 401 || body != "denied by service" || resp.Header.Get("www-authenticate") != `Bearer realm="svc"` || resp.Header.Get("x-extra") != "" {
 		t.Fatalf("deny relay: %d %q %v", resp.StatusCode, body, resp.Header)
 	}
@@ -148,7 +103,7 @@ func TestE2EDeadServiceFailClosed(t *testing.T) {
 	h := hosttest.StartChain(t, hosttest.Chain{Plugins: []hosttest.Plugin{{
 		Name: "ext-auth", Config: map[string]any{"url": deadURL(t), "status_on_error": 503},
 	}}})
-	resp, body := send(t, "GET", h.URL+"/", "", "authorization", "Bearer good")
+	resp, body := hosttest.Send(t, "GET", h.URL+"/", "", "authorization", "Bearer good")
 	if resp.StatusCode != 503 || body != "authorization service unavailable\n" {
 		t.Fatalf("%d %q", resp.StatusCode, body)
 	}

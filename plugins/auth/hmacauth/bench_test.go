@@ -5,23 +5,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moeproxy/moe/plugins/auth/internal/authn/authntest"
 	"github.com/moeproxy/moe/shared/api"
+	"github.com/moeproxy/moe/shared/plugintest"
 )
 
-type passThrough struct{}
-
-func (passThrough) OnReceive(api.Context, api.RequestHeaderMap, api.Buffer, api.HeaderMap) api.Status {
-	return api.Continue
-}
-
 func BenchmarkBaseline(b *testing.B) {
-	req := authntest.NewRequest("GET", "/orders?id=42", "date", exampleDate, "x-nonce", exampleNonce, "authorization", exampleAuth)
-	ctx := authntest.NewContext("hmac-auth", req)
+	req := plugintest.NewRequest("GET", "/orders?id=42", "date", exampleDate, "x-nonce", exampleNonce, "authorization", exampleAuth)
+	ctx := plugintest.NewContext("hmac-auth", req)
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
 		ctx.Reset()
-		passThrough{}.OnReceive(ctx, req, nil, nil)
+		api.PassThroughFilter{}.OnReceive(ctx, req, nil, nil)
 	}
 }
 
@@ -38,11 +32,11 @@ func benchHMAC(b *testing.B, alg string, replay bool) {
 	secret := aliceSecret
 	key := "alice-1"
 	// Pre-sign b.N requests (distinct nonces) outside the timer.
-	reqs := make([]*authntest.Headers, b.N)
+	reqs := make([]*plugintest.Request, b.N)
 	for i := range reqs {
 		reqs[i] = signed(key, secret, alg, "GET", "/orders?id=42", stdList, "date", httpDate, "x-nonce", fmt.Sprint("bench-", i))
 	}
-	ctx := authntest.NewContext("hmac-auth", nil)
+	ctx := plugintest.NewContext("hmac-auth", nil)
 	f := (*filter)(c)
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -62,7 +56,7 @@ func BenchmarkHMACAuthSHA256NoReplay(b *testing.B) { benchHMAC(b, "hmac-sha256",
 func BenchmarkHMACAuthBadSignature(b *testing.B) {
 	c, _ := newTestConfig(b, nil)
 	req := signed("alice-1", "wrong-secret-0123456789abcdef", "hmac-sha256", "GET", "/", stdList, std()...)
-	ctx := authntest.NewContext("hmac-auth", req)
+	ctx := plugintest.NewContext("hmac-auth", req)
 	f := (*filter)(c)
 	b.ReportAllocs()
 	b.ResetTimer()

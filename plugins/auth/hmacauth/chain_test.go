@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	envoy "github.com/envoyproxy/envoy/contrib/golang/common/go/api"
-
 	"github.com/moeproxy/moe/shared/fakehost"
 	"github.com/moeproxy/moe/shared/filtermanager"
 )
@@ -27,10 +25,7 @@ func signedHeaders(path, nonce string, list []string) [][2]string {
 }
 
 func TestThroughFramework(t *testing.T) {
-	cfg, err := fakehost.ParseFilter(filtermanager.Parser{}, chainJSON(`"validate_request_body":true,`))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := fakehost.MustParseChain(t, chainJSON(`"validate_request_body":true,`))
 	nonce := fmt.Sprint("fw-", time.Now().UnixNano())
 	req := fakehost.Request{Path: "/a?b=1", Headers: signedHeaders("/a?b=1", nonce, stdList)}
 	res := fakehost.Do(filtermanager.Factory, cfg, req)
@@ -50,29 +45,12 @@ func TestThroughFramework(t *testing.T) {
 	}
 }
 
-func passThroughFactory(any, envoy.FilterCallbackHandler) envoy.StreamFilter {
-	return &envoy.PassThroughStreamFilter{}
-}
-
 func BenchmarkChain(b *testing.B) {
-	run := func(b *testing.B, f envoy.StreamFilterFactory, cfg any, hdr ...[2]string) {
-		fb := fakehost.NewBench(f, cfg, hdr...)
-		b.ReportAllocs()
-		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
-			if st := fb.Run(); st != envoy.Continue {
-				b.Fatalf("status %v", st)
-			}
-		}
-	}
-	b.Run("baseline-passthrough", func(b *testing.B) { run(b, passThroughFactory, nil) })
+	b.Run("baseline-passthrough", fakehost.BenchPassThrough)
 	// fakehost.Bench replays one fixed request, so replay protection is off
 	// here; BenchmarkHMACAuthSHA256 measures the nonce cache.
-	cfg, err := fakehost.ParseFilter(filtermanager.Parser{}, chainJSON(`"nonce_header":"",`))
-	if err != nil {
-		b.Fatal(err)
-	}
+	cfg := fakehost.MustParseChain(b, chainJSON(`"nonce_header":"",`))
 	b.Run("hmac-auth-sha256", func(b *testing.B) {
-		run(b, filtermanager.Factory, cfg, signedHeaders("/", "", []string{"@request-target", "date"})...)
+		fakehost.BenchChain(b, cfg, signedHeaders("/", "", []string{"@request-target", "date"})...)
 	})
 }

@@ -137,18 +137,14 @@ func (c *Config) Validate() error {
 	if c.MaxHeaderBytes < 128 || c.MaxHeaderBytes > 65536 {
 		return api.FieldErrorf("max_header_bytes", "must be between 128 and 65536, got %d", c.MaxHeaderBytes)
 	}
-	names := map[string]int{}
+	names := authn.ConsumerNames{}
 	ids := map[string]string{}
 	for i := range c.Consumers {
 		cs := &c.Consumers[i]
 		field := fmt.Sprintf("consumers[%d]", i)
-		if err := cs.Check(field); err != nil {
+		if err := names.Add(i, field, &cs.ConsumerSpec); err != nil {
 			return err
 		}
-		if j, dup := names[cs.Name]; dup {
-			return api.FieldErrorf(field+".name", "consumer %q is also consumers[%d]", cs.Name, j)
-		}
-		names[cs.Name] = i
 		if len(cs.Keys) == 0 {
 			return api.FieldErrorf(field+".keys", "at least one key is required")
 		}

@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -12,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moeproxy/moe/plugins/auth/internal/authn/authntest"
 	"github.com/moeproxy/moe/shared/hosttest"
 )
 
@@ -39,35 +37,21 @@ func e2eRequest(t *testing.T, base, method, path, body string, date time.Time, n
 	return req
 }
 
-func do(t *testing.T, req *http.Request) (*http.Response, string) {
-	t.Helper()
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode == 200 {
-		return resp, ""
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	return resp, string(b)
-}
-
 // TestE2EExample runs envoy/examples/hmac-auth.yaml through moe-host and the
 // real libgolang.so.
 func TestE2EExample(t *testing.T) {
-	h := authntest.StartExample(t, "hmac-auth.yaml")
+	h := hosttest.StartExample(t, "envoy/examples/hmac-auth.yaml")
 	nonce := func() string { return fmt.Sprintf("e2e-%d", time.Now().UnixNano()) }
 	now := time.Now()
 
-	resp, body := do(t, mustReq(t, "GET", h.URL+"/"))
+	resp, body := hosttest.Do(t, mustReq(t, "GET", h.URL+"/"))
 	if resp.StatusCode != 401 || body != "missing signature\n" ||
 		resp.Header.Get("www-authenticate") != `Signature realm="moe", headers="@request-target date x-nonce"` {
 		t.Fatalf("unsigned: %d %q %q", resp.StatusCode, body, resp.Header.Get("www-authenticate"))
 	}
 
 	n := nonce()
-	resp, body = do(t, e2eRequest(t, h.URL, "GET", "/orders?id=42", "", now, n, stdList, "x-consumer-name", "root"))
+	resp, body = hosttest.Do(t, e2eRequest(t, h.URL, "GET", "/orders?id=42", "", now, n, stdList, "x-consumer-name", "root"))
 	if resp.StatusCode != 200 {
 		t.Fatalf("signed: %d %q", resp.StatusCode, body)
 	}
@@ -77,7 +61,7 @@ func TestE2EExample(t *testing.T) {
 	}
 
 	// The same request again: a replay.
-	resp, body = do(t, e2eRequest(t, h.URL, "GET", "/orders?id=42", "", now, n, stdList))
+	resp, body = hosttest.Do(t, e2eRequest(t, h.URL, "GET", "/orders?id=42", "", now, n, stdList))
 	if resp.StatusCode != 401 || body != "replayed request (nonce already used)\n" {
 		t.Fatalf("replay: %d %q", resp.StatusCode, body)
 	}
@@ -87,7 +71,7 @@ func TestE2EExample(t *testing.T) {
 	sum := sha256.Sum256([]byte(payload))
 	digest := "sha-256=:" + base64.StdEncoding.EncodeToString(sum[:]) + ":"
 	withDigest := append(append([]string{}, stdList...), "content-digest")
-	resp, body = do(t, e2eRequest(t, h.URL, "POST", "/pay", payload, now, nonce(), withDigest, "content-digest", digest))
+	resp, body = hosttest.Do(t, e2eRequest(t, h.URL, "POST", "/pay", payload, now, nonce(), withDigest, "content-digest", digest))
 	if resp.StatusCode != 200 {
 		t.Fatalf("signed body: %d %q", resp.StatusCode, body)
 	}
@@ -109,7 +93,7 @@ func TestE2EExample(t *testing.T) {
 		{"body over max_body_bytes", e2eRequest(t, h.URL, "POST", "/pay", strings.Repeat("x", 70000), now, nonce(), stdList), 413, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			resp, body := do(t, tc.req)
+			resp, body := hosttest.Do(t, tc.req)
 			if resp.StatusCode != tc.code || (tc.reason != "" && body != tc.reason+"\n") {
 				t.Fatalf("got %d %q", resp.StatusCode, body)
 			}
@@ -119,7 +103,7 @@ func TestE2EExample(t *testing.T) {
 	t.Run("tampered path", func(t *testing.T) {
 		req := e2eRequest(t, h.URL, "GET", "/orders?id=42", "", now, nonce(), stdList)
 		req.URL.RawQuery = "id=43"
-		if resp, body := do(t, req); resp.StatusCode != 401 || body != "invalid signature\n" {
+		if resp, body := hosttest.Do(t, req); resp.StatusCode != 401 || body != "invalid signature\n" {
 			t.Fatalf("got %d %q", resp.StatusCode, body)
 		}
 	})
@@ -130,12 +114,12 @@ func TestE2EExample(t *testing.T) {
 			req.Header.Set(kv[0], kv[1])
 		}
 		req.Header.Set("authorization", clientSign("alice-1", "not-the-secret-0123456789", "hmac-sha256", "GET", "/", hs, stdList))
-		if resp, body := do(t, req); resp.StatusCode != 401 || body != "invalid signature\n" {
+		if resp, body := hosttest.Do(t, req); resp.StatusCode != 401 || body != "invalid signature\n" {
 			t.Fatalf("got %d %q", resp.StatusCode, body)
 		}
 	})
 
-	resp, _ = do(t, mustReq(t, "GET", h.URL+"/public/x"))
+	resp, _ = hosttest.Do(t, mustReq(t, "GET", h.URL+"/public/x"))
 	if e := hosttest.DecodeEcho(t, resp); e.Header("x-consumer-name") != "guest" {
 		t.Fatalf("anonymous route: %v", e.Headers)
 	}
@@ -183,7 +167,7 @@ func TestE2EShellSigner(t *testing.T) {
 			t.Skipf("%s not installed", tool)
 		}
 	}
-	h := authntest.StartExample(t, "hmac-auth.yaml")
+	h := hosttest.StartExample(t, "envoy/examples/hmac-auth.yaml")
 	cmd := exec.Command("sh", "sign.sh", "GET", h.URL+"/orders?id=42")
 	cmd.Env = append(os.Environ(), "KEY_ID=alice-1", "SECRET="+e2eSecret)
 	out, err := cmd.CombinedOutput()

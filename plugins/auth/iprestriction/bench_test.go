@@ -38,11 +38,11 @@ func BenchmarkOnReceive(b *testing.B) {
 			if tc.xff != "" {
 				req.Add("x-forwarded-for", tc.xff)
 			}
-			ctx := newCtx(tc.remote)
+			ctx := newCtx(tc.remote, req)
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				ctx.reply = nil
+				ctx.Replied = nil
 				f.OnReceive(ctx, req, nil, nil)
 			}
 		})

@@ -3,10 +3,7 @@ package iprestriction
 import (
 	"testing"
 
-	envoy "github.com/envoyproxy/envoy/contrib/golang/common/go/api"
-
 	"github.com/moeproxy/moe/shared/fakehost"
-	"github.com/moeproxy/moe/shared/filtermanager"
 )
 
 // TestThroughFramework runs the plugin inside the real moe filter manager
@@ -50,36 +47,15 @@ func TestThroughFramework(t *testing.T) {
 	}
 }
 
-func passThroughFactory(any, envoy.FilterCallbackHandler) envoy.StreamFilter {
-	return &envoy.PassThroughStreamFilter{}
-}
-
 // BenchmarkChain: one whole request through the moe filter manager and the
 // fake Envoy, against an Envoy pass-through filter and an empty moe chain.
 func BenchmarkChain(b *testing.B) {
-	run := func(b *testing.B, f envoy.StreamFilterFactory, cfg any, hdr ...[2]string) {
-		fb := fakehost.NewBench(f, cfg, hdr...)
-		b.ReportAllocs()
-		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
-			if st := fb.Run(); st != envoy.Continue {
-				b.Fatalf("status %v", st)
-			}
-		}
-	}
-	parse := func(b *testing.B, js string) any {
-		cfg, err := fakehost.ParseFilter(filtermanager.Parser{}, js)
-		if err != nil {
-			b.Fatal(err)
-		}
-		return cfg
-	}
-	b.Run("baseline-envoy-passthrough", func(b *testing.B) { run(b, passThroughFactory, nil) })
-	b.Run("baseline-empty-moe-chain", func(b *testing.B) { run(b, filtermanager.Factory, parse(b, `{"plugins":[]}`)) })
+	b.Run("baseline-envoy-passthrough", fakehost.BenchPassThrough)
+	b.Run("baseline-empty-moe-chain", func(b *testing.B) { fakehost.BenchChain(b, fakehost.MustParseChain(b, `{"plugins":[]}`)) })
 	// fakehost.Bench has no StreamInfo (no downstream address), so this measures
 	// the X-Forwarded-For path; the downstream path is in BenchmarkOnReceive.
 	b.Run("ip-restriction-xff", func(b *testing.B) {
-		run(b, filtermanager.Factory, parse(b, `{"plugins":[{"name":"ip-restriction","config":{"allow":["192.0.2.0/24"],"xff_num_trusted_hops":1}}]}`),
+		fakehost.BenchChain(b, fakehost.MustParseChain(b, `{"plugins":[{"name":"ip-restriction","config":{"allow":["192.0.2.0/24"],"xff_num_trusted_hops":1}}]}`),
 			[2]string{"x-forwarded-for", "6.6.6.6, 192.0.2.1"})
 	})
 }

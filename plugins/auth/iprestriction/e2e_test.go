@@ -3,8 +3,6 @@ package iprestriction_test
 import (
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -114,7 +112,7 @@ func TestE2EBadConfigRefused(t *testing.T) {
 // TestE2EExample runs envoy/examples/ip-restriction.yaml unchanged except for
 // ports and the library path, and replays the requests its header promises.
 func TestE2EExample(t *testing.T) {
-	h := startExample(t, "ip-restriction.yaml")
+	h := hosttest.StartExample(t, "envoy/examples/ip-restriction.yaml")
 	cases := []struct {
 		path string
 		xff  []string
@@ -130,43 +128,5 @@ func TestE2EExample(t *testing.T) {
 		if code, body := get(t, h.URL+tc.path, tc.xff...); code != tc.want {
 			t.Errorf("%s XFF %q: got %d %q, want %d", tc.path, tc.xff, code, body, tc.want)
 		}
-	}
-}
-
-func startExample(t *testing.T, name string) *hosttest.Host {
-	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(repoRoot(t), "envoy", "examples", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := strings.NewReplacer(
-		"port_value: 9901", "port_value: {{.AdminPort}}",
-		"port_value: 10000", "port_value: {{.Port}}",
-		"port_value: 8080", "port_value: {{.UpstreamPort}}",
-		"library_path: out/libgolang.so", "library_path: {{.Library}}",
-	).Replace(string(raw))
-	for _, v := range []string{"{{.AdminPort}}", "{{.Port}}", "{{.UpstreamPort}}", "{{.Library}}"} {
-		if !strings.Contains(tmpl, v) {
-			t.Fatalf("%s: no %s to substitute; keep the shape of envoy/envoy.yaml", name, v)
-		}
-	}
-	return hosttest.Start(t, tmpl, hosttest.Vars{"UpstreamPort": hosttest.EchoUpstream(t)})
-}
-
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the test directory")
-		}
-		dir = parent
 	}
 }

@@ -1,12 +1,11 @@
 package iprestriction
 
 import (
-	"errors"
 	"strings"
 	"testing"
 
 	"github.com/moeproxy/moe/shared/api"
-	sharedconfig "github.com/moeproxy/moe/shared/config"
+	"github.com/moeproxy/moe/shared/plugintest"
 )
 
 func TestNthFromRight(t *testing.T) {
@@ -78,21 +77,21 @@ func TestOnReceive(t *testing.T) {
 			for _, v := range tc.xff {
 				req.Add("x-forwarded-for", v)
 			}
-			ctx := newCtx(tc.remote)
+			ctx := newCtx(tc.remote, req)
 			st := filterOf(c).OnReceive(ctx, req, nil, nil)
 			switch {
-			case tc.status == 0 && (st != api.Continue || ctx.reply != nil):
-				t.Fatalf("want pass, got %v reply %+v", st, ctx.reply)
-			case tc.status != 0 && (st != api.Stop || ctx.reply == nil || ctx.reply.code != tc.status):
-				t.Fatalf("want %d reply and Stop, got %v reply %+v", tc.status, st, ctx.reply)
+			case tc.status == 0 && (st != api.Continue || ctx.Replied != nil):
+				t.Fatalf("want pass, got %v reply %+v", st, ctx.Replied)
+			case tc.status != 0 && (st != api.Stop || ctx.Replied == nil || ctx.Replied.Code != tc.status):
+				t.Fatalf("want %d reply and Stop, got %v reply %+v", tc.status, st, ctx.Replied)
 			}
 			if tc.status != 0 {
-				if want := c.Message; ctx.reply.body != want {
-					t.Errorf("body %q, want %q", ctx.reply.body, want)
+				if want := c.Message; ctx.Replied.Body != want {
+					t.Errorf("body %q, want %q", ctx.Replied.Body, want)
 				}
 			}
-			if got := m.get(tc.reason); got != 1 {
-				t.Errorf("%s = %d, want 1 (counters %v)", tc.reason, got, m.counts)
+			if got := m.Count(tc.reason); got != 1 {
+				t.Errorf("%s = %d, want 1 (counters %v)", tc.reason, got, m.Values())
 			}
 		})
 	}
@@ -113,14 +112,7 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := tryParse(tc.config)
-			var ce *sharedconfig.Error
-			if !errors.As(err, &ce) {
-				t.Fatalf("want *config.Error, got %v", err)
-			}
-			if ce.Plugin != Name || ce.Field != tc.field || !strings.Contains(ce.Reason, tc.reason) {
-				t.Fatalf("got plugin=%q field=%q reason=%q; want %q %q ~%q", ce.Plugin, ce.Field, ce.Reason, Name, tc.field, tc.reason)
-			}
+			plugintest.WantConfigError(t, Name, tc.config, tc.field, tc.reason)
 		})
 	}
 }
@@ -137,14 +129,15 @@ func TestConcurrentRequestsShareOneFilter(t *testing.T) {
 				if i%2 == 1 {
 					remote = "192.0.2.1:1"
 				}
-				f.OnReceive(newCtx(remote), newReq(), nil, nil)
+				req := newReq()
+				f.OnReceive(newCtx(remote, req), req, nil, nil)
 			}
 		}(g)
 	}
 	for g := 0; g < 8; g++ {
 		<-done
 	}
-	if a, d := m.get("allowed"), m.get("denied_not_allowed"); a != 2000 || d != 2000 {
+	if a, d := m.Count("allowed"), m.Count("denied_not_allowed"); a != 2000 || d != 2000 {
 		t.Fatalf("allowed=%d denied=%d, want 2000 each", a, d)
 	}
 }

@@ -3,8 +3,6 @@ package jwtauth
 import (
 	"testing"
 
-	envoy "github.com/envoyproxy/envoy/contrib/golang/common/go/api"
-
 	"github.com/moeproxy/moe/shared/fakehost"
 	"github.com/moeproxy/moe/shared/filtermanager"
 )
@@ -18,10 +16,7 @@ func chainJSON() string {
 
 func TestThroughFramework(t *testing.T) {
 	testKeys(t)
-	cfg, err := fakehost.ParseFilter(filtermanager.Parser{}, chainJSON())
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := fakehost.MustParseChain(t, chainJSON())
 	tok := sign(t, map[string]any{"alg": "HS256"}, map[string]any{"sub": "alice"}, hmacKey)
 	res := fakehost.Do(filtermanager.Factory, cfg, fakehost.Request{Headers: [][2]string{{"authorization", "Bearer " + tok}}})
 	if res.Status != 200 || res.Upstream == nil || len(res.Violations) > 0 {
@@ -45,29 +40,12 @@ func TestThroughFramework(t *testing.T) {
 	}
 }
 
-func passThroughFactory(any, envoy.FilterCallbackHandler) envoy.StreamFilter {
-	return &envoy.PassThroughStreamFilter{}
-}
-
 // BenchmarkChain is the whole per-request cost through the framework over
 // fakehost.Bench, with a bare pass-through Envoy filter as the baseline.
 func BenchmarkChain(b *testing.B) {
 	testKeys(b)
-	run := func(b *testing.B, f envoy.StreamFilterFactory, cfg any, hdr ...[2]string) {
-		fb := fakehost.NewBench(f, cfg, hdr...)
-		b.ReportAllocs()
-		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
-			if st := fb.Run(); st != envoy.Continue {
-				b.Fatalf("status %v", st)
-			}
-		}
-	}
-	b.Run("baseline-passthrough", func(b *testing.B) { run(b, passThroughFactory, nil) })
-	cfg, err := fakehost.ParseFilter(filtermanager.Parser{}, chainJSON())
-	if err != nil {
-		b.Fatal(err)
-	}
+	b.Run("baseline-passthrough", fakehost.BenchPassThrough)
+	cfg := fakehost.MustParseChain(b, chainJSON())
 	tok := sign(b, map[string]any{"alg": "HS256"}, map[string]any{"sub": "alice", "iss": "https://idp.example"}, hmacKey)
-	b.Run("jwt-auth-HS256", func(b *testing.B) { run(b, filtermanager.Factory, cfg, [2]string{"authorization", "Bearer " + tok}) })
+	b.Run("jwt-auth-HS256", func(b *testing.B) { fakehost.BenchChain(b, cfg, [2]string{"authorization", "Bearer " + tok}) })
 }

@@ -1,13 +1,10 @@
 package jwtauth
 
 import (
-	"io"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/moeproxy/moe/plugins/auth/internal/authn/authntest"
 	"github.com/moeproxy/moe/shared/hosttest"
 )
 
@@ -17,38 +14,17 @@ const (
 	exampleOld  = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCIsImtpZCI6ImV4YW1wbGUtaHMifQ.eyJzdWIiOiJhbGljZSIsImlzcyI6Imh0dHBzOi8vaWRwLmV4YW1wbGUiLCJhdWQiOiJtb2UtZXhhbXBsZSIsImV4cCI6MTcwMDAwMDAwMH0.3Pgkz1A-cOUgNseERh2K633O68j1zNDXwKZ-DK9UByE"
 )
 
-func get(t *testing.T, url string, hdr ...string) (*http.Response, string) {
-	t.Helper()
-	req, err := http.NewRequest("GET", url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Add(hdr[i], hdr[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
-	}
-	if resp.StatusCode == 200 {
-		return resp, ""
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	return resp, string(b)
-}
-
 // TestE2EExample runs envoy/examples/jwt-auth.yaml through moe-host and the
 // real libgolang.so with the requests listed at the top of that file.
 func TestE2EExample(t *testing.T) {
-	h := authntest.StartExample(t, "jwt-auth.yaml")
+	h := hosttest.StartExample(t, "envoy/examples/jwt-auth.yaml")
 
-	resp, body := get(t, h.URL+"/")
+	resp, body := hosttest.Get(t, h.URL+"/")
 	if resp.StatusCode != 401 || resp.Header.Get("www-authenticate") != `Bearer realm="example"` || body != "missing token\n" {
 		t.Fatalf("no token: %d %q %q", resp.StatusCode, resp.Header.Get("www-authenticate"), body)
 	}
 
-	resp, _ = get(t, h.URL+"/", "authorization", "Bearer "+exampleGood, "x-consumer-name", "root", "x-jwt-tier", "platinum")
+	resp, _ = hosttest.Get(t, h.URL+"/", "authorization", "Bearer "+exampleGood, "x-consumer-name", "root", "x-jwt-tier", "platinum")
 	e := hosttest.DecodeEcho(t, resp)
 	if e.Header("x-consumer-name") != "alice-app" || e.Header("x-jwt-sub") != "alice" || e.Header("x-jwt-tier") != "gold" {
 		t.Fatalf("upstream headers: %v", e.Headers)
@@ -60,13 +36,13 @@ func TestE2EExample(t *testing.T) {
 		t.Fatal("hide_credentials: token reached the upstream")
 	}
 
-	resp, _ = get(t, h.URL+"/items?x=1&access_token="+exampleGood+"&y=2")
+	resp, _ = hosttest.Get(t, h.URL+"/items?x=1&access_token="+exampleGood+"&y=2")
 	e = hosttest.DecodeEcho(t, resp)
 	if e.Header("x-consumer-name") != "alice-app" || e.Path != "/items?x=1&y=2" {
 		t.Fatalf("query token: consumer %q path %q", e.Header("x-consumer-name"), e.Path)
 	}
 
-	resp, body = get(t, h.URL+"/", "authorization", "Bearer "+exampleOld)
+	resp, body = hosttest.Get(t, h.URL+"/", "authorization", "Bearer "+exampleOld)
 	if resp.StatusCode != 401 || body != "token expired\n" ||
 		resp.Header.Get("www-authenticate") != `Bearer realm="example", error="invalid_token", error_description="token expired"` {
 		t.Fatalf("expired: %d %q %q", resp.StatusCode, body, resp.Header.Get("www-authenticate"))
@@ -84,28 +60,28 @@ func TestE2EExample(t *testing.T) {
 		{"unicode in token", "malformed token", []string{"authorization", "Bearer " + exampleGood[:20] + "é" + exampleGood[20:]}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			resp, body := get(t, h.URL+"/", tc.hdr...)
+			resp, body := hosttest.Get(t, h.URL+"/", tc.hdr...)
 			if resp.StatusCode != 401 || body != tc.reason+"\n" {
 				t.Fatalf("got %d %q", resp.StatusCode, body)
 			}
 		})
 	}
 	// CRLF in a query token cannot inject anything.
-	resp, body = get(t, h.URL+"/?access_token="+parts[0]+"%0d%0ax-admin:%201")
+	resp, body = hosttest.Get(t, h.URL+"/?access_token="+parts[0]+"%0d%0ax-admin:%201")
 	if resp.StatusCode != 401 || body != "malformed token\n" {
 		t.Fatalf("CRLF token: %d %q", resp.StatusCode, body)
 	}
 
 	// Per-route anonymous access on /public/ with the filter's keys.
-	resp, _ = get(t, h.URL+"/public/x")
+	resp, _ = hosttest.Get(t, h.URL+"/public/x")
 	if e := hosttest.DecodeEcho(t, resp); e.Header("x-consumer-name") != "guest" {
 		t.Fatalf("anonymous route: %v", e.Headers)
 	}
-	resp, _ = get(t, h.URL+"/public/x", "authorization", "Bearer "+exampleGood)
+	resp, _ = hosttest.Get(t, h.URL+"/public/x", "authorization", "Bearer "+exampleGood)
 	if e := hosttest.DecodeEcho(t, resp); e.Header("x-consumer-name") != "alice-app" {
 		t.Fatalf("token on the anonymous route: %v", e.Headers)
 	}
-	resp, _ = get(t, h.URL+"/public/x", "authorization", "Bearer "+exampleOld)
+	resp, _ = hosttest.Get(t, h.URL+"/public/x", "authorization", "Bearer "+exampleOld)
 	if resp.StatusCode != 401 {
 		t.Fatalf("expired token on the anonymous route: %d", resp.StatusCode)
 	}
@@ -132,14 +108,14 @@ func TestE2EJWKSDownAtStart(t *testing.T) {
 		Config: map[string]any{"jwks": map[string]any{"url": srv.URL + "/jwks", "retry_backoff": "20ms", "retry_backoff_max": "50ms"}},
 	}}})
 	tok := sign(t, map[string]any{"alg": "RS256", "kid": "k1"}, map[string]any{"sub": "alice", "exp": time.Now().Unix() + 300}, rsaKey)
-	resp, body := get(t, h.URL+"/", "authorization", "Bearer "+tok)
+	resp, body := hosttest.Get(t, h.URL+"/", "authorization", "Bearer "+tok)
 	if resp.StatusCode != 401 || body != "jwks unavailable\n" {
 		t.Fatalf("JWKS down: %d %q", resp.StatusCode, body)
 	}
 	srv.set(jwksJSON(t, map[string]any{"k1": &rsaKey.PublicKey}), 200)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		resp, body = get(t, h.URL+"/", "authorization", "Bearer "+tok)
+		resp, body = hosttest.Get(t, h.URL+"/", "authorization", "Bearer "+tok)
 		if resp.StatusCode == 200 {
 			resp.Body.Close()
 			break

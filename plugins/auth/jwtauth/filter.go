@@ -5,6 +5,7 @@ import (
 
 	"github.com/moeproxy/moe/plugins/auth/internal/authn"
 	"github.com/moeproxy/moe/shared/api"
+	"github.com/moeproxy/moe/shared/variables"
 )
 
 // filter is stateless and shared by all requests of a config version.
@@ -105,9 +106,9 @@ func (rt *runtime) extract(h api.RequestHeaderMap) (tok string, src *tokenSource
 			}
 			v = strings.TrimSpace(v)
 		case s.query != "":
-			v, ok = authn.QueryParam(h.Path(), s.query)
+			v, ok = variables.QueryArg(h.Path(), s.query)
 		default:
-			v, ok = authn.Cookie(h.Values("cookie"), s.cookie)
+			v, ok = variables.Cookie(h.Values("cookie"), s.cookie)
 		}
 		if ok {
 			return v, s, true, false

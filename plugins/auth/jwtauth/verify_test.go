@@ -8,8 +8,8 @@ import (
 
 	"github.com/lestrrat-go/jwx/v3/jwk"
 
-	"github.com/moeproxy/moe/plugins/auth/internal/authn/authntest"
 	"github.com/moeproxy/moe/shared/api"
+	"github.com/moeproxy/moe/shared/plugintest"
 )
 
 // allKeysConfig has one inline key per algorithm family, each in a different
@@ -266,9 +266,9 @@ func TestMalformedAndOversizedTokens(t *testing.T) {
 
 func TestMissingTokenChallenge(t *testing.T) {
 	cfg, m := newRT(t, withHS(nil))
-	for _, req := range []*authntest.Headers{
-		authntest.NewRequest("GET", "/"),
-		authntest.NewRequest("GET", "/", "authorization", "Basic dXNlcjpwYXNz"),
+	for _, req := range []*plugintest.Request{
+		plugintest.NewRequest("GET", "/"),
+		plugintest.NewRequest("GET", "/", "authorization", "Basic dXNlcjpwYXNz"),
 	} {
 		ctx, _ := do(t, cfg, req)
 		wantDenied(t, ctx, "missing token")

@@ -3,8 +3,6 @@ package keyauth
 import (
 	"testing"
 
-	envoy "github.com/envoyproxy/envoy/contrib/golang/common/go/api"
-
 	"github.com/moeproxy/moe/shared/fakehost"
 	"github.com/moeproxy/moe/shared/filtermanager"
 )
@@ -16,10 +14,7 @@ const chainJSON = `{"plugins":[{"name":"key-auth","config":{
 	"consumers":[{"name":"alice","keys":["alice-key-0123456789"]}]}}]}`
 
 func TestThroughFramework(t *testing.T) {
-	cfg, err := fakehost.ParseFilter(filtermanager.Parser{}, chainJSON)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := fakehost.MustParseChain(t, chainJSON)
 	res := fakehost.Do(filtermanager.Factory, cfg, fakehost.Request{Headers: [][2]string{{"x-api-key", "alice-key-0123456789"}}})
 	if res.Status != 200 || res.Upstream == nil || len(res.Violations) > 0 {
 		t.Fatalf("status %d violations %v", res.Status, res.Violations)
@@ -42,30 +37,13 @@ func TestThroughFramework(t *testing.T) {
 	}
 }
 
-func passThroughFactory(any, envoy.FilterCallbackHandler) envoy.StreamFilter {
-	return &envoy.PassThroughStreamFilter{}
-}
-
 // BenchmarkChain is the whole per-request cost through the framework over
 // fakehost.Bench; the baseline is a bare pass-through Envoy filter on the same
 // fake, measured in the same run.
 func BenchmarkChain(b *testing.B) {
-	run := func(b *testing.B, f envoy.StreamFilterFactory, cfg any, hdr ...[2]string) {
-		fb := fakehost.NewBench(f, cfg, hdr...)
-		b.ReportAllocs()
-		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
-			if st := fb.Run(); st != envoy.Continue {
-				b.Fatalf("status %v", st)
-			}
-		}
-	}
-	b.Run("baseline-passthrough", func(b *testing.B) { run(b, passThroughFactory, nil) })
-	cfg, err := fakehost.ParseFilter(filtermanager.Parser{}, chainJSON)
-	if err != nil {
-		b.Fatal(err)
-	}
+	b.Run("baseline-passthrough", fakehost.BenchPassThrough)
+	cfg := fakehost.MustParseChain(b, chainJSON)
 	b.Run("key-auth", func(b *testing.B) {
-		run(b, filtermanager.Factory, cfg, [2]string{"x-api-key", "alice-key-0123456789"})
+		fakehost.BenchChain(b, cfg, [2]string{"x-api-key", "alice-key-0123456789"})
 	})
 }

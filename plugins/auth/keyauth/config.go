@@ -87,16 +87,12 @@ func (c *Config) Validate() error {
 		return api.FieldErrorf("max_key_bytes", "must be between 8 and 16384, got %d", c.MaxKeyBytes)
 	}
 	seen := map[authn.Digest]string{}
-	names := map[string]int{}
+	names := authn.ConsumerNames{}
 	for i, cs := range c.Consumers {
 		field := fmt.Sprintf("consumers[%d]", i)
-		if err := cs.Check(field); err != nil {
+		if err := names.Add(i, field, &cs.ConsumerSpec); err != nil {
 			return err
 		}
-		if j, dup := names[cs.Name]; dup {
-			return api.FieldErrorf(field+".name", "consumer %q is also consumers[%d]", cs.Name, j)
-		}
-		names[cs.Name] = i
 		if len(cs.Keys) == 0 {
 			return api.FieldErrorf(field+".keys", "at least one key is required")
 		}

@@ -1,48 +1,23 @@
 package keyauth
 
 import (
-	"io"
-	"net/http"
 	"strings"
 	"testing"
 
-	"github.com/moeproxy/moe/plugins/auth/internal/authn/authntest"
 	"github.com/moeproxy/moe/shared/hosttest"
 )
-
-// get sends a request and returns status, challenge and body.
-func get(t *testing.T, url string, hdr ...string) (*http.Response, string) {
-	t.Helper()
-	req, err := http.NewRequest("GET", url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Add(hdr[i], hdr[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
-	}
-	if resp.StatusCode == 200 {
-		return resp, ""
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	return resp, string(b)
-}
 
 // TestE2EExample runs envoy/examples/key-auth.yaml through moe-host and the
 // real libgolang.so with the requests listed at the top of that file.
 func TestE2EExample(t *testing.T) {
-	h := authntest.StartExample(t, "key-auth.yaml")
+	h := hosttest.StartExample(t, "envoy/examples/key-auth.yaml")
 
-	resp, body := get(t, h.URL+"/")
+	resp, body := hosttest.Get(t, h.URL+"/")
 	if resp.StatusCode != 401 || resp.Header.Get("www-authenticate") != `Key realm="moe"` || body != "missing API key\n" {
 		t.Fatalf("no key: %d %q %q", resp.StatusCode, resp.Header.Get("www-authenticate"), body)
 	}
 
-	resp, _ = get(t, h.URL+"/", "x-api-key", "alice-key-2026-a", "x-consumer-name", "root")
+	resp, _ = hosttest.Get(t, h.URL+"/", "x-api-key", "alice-key-2026-a", "x-consumer-name", "root")
 	e := hosttest.DecodeEcho(t, resp)
 	if e.Header("x-consumer-name") != "alice" || len(e.Headers["X-Consumer-Name"]) != 1 {
 		t.Fatalf("consumer header upstream: %v", e.Headers)
@@ -51,18 +26,18 @@ func TestE2EExample(t *testing.T) {
 		t.Fatal("hide_credentials: key reached the upstream")
 	}
 
-	resp, _ = get(t, h.URL+"/", "x-api-key", "alice-key-2026-b") // the rotation key
+	resp, _ = hosttest.Get(t, h.URL+"/", "x-api-key", "alice-key-2026-b") // the rotation key
 	if e := hosttest.DecodeEcho(t, resp); e.Header("x-consumer-name") != "alice" {
 		t.Fatalf("second key: %v", e.Headers)
 	}
 
-	resp, _ = get(t, h.URL+"/items?x=1&api_key=bob-key-2026-b1&y=2")
+	resp, _ = hosttest.Get(t, h.URL+"/items?x=1&api_key=bob-key-2026-b1&y=2")
 	e = hosttest.DecodeEcho(t, resp)
 	if e.Header("x-consumer-name") != "bob" || e.Path != "/items?x=1&y=2" {
 		t.Fatalf("query key: consumer %q path %q", e.Header("x-consumer-name"), e.Path)
 	}
 
-	resp, _ = get(t, h.URL+"/", "cookie", "a=1; api_key=bob-key-2026-b1")
+	resp, _ = hosttest.Get(t, h.URL+"/", "cookie", "a=1; api_key=bob-key-2026-b1")
 	e = hosttest.DecodeEcho(t, resp)
 	if e.Header("x-consumer-name") != "bob" || strings.Contains(e.Header("cookie"), "api_key") {
 		t.Fatalf("cookie key: %v", e.Headers)
@@ -78,7 +53,7 @@ func TestE2EExample(t *testing.T) {
 		{"unicode near-miss", "/?api_key=alice-key-2026-%D0%B0", "invalid API key", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			resp, body := get(t, h.URL+tc.url, tc.hdr...)
+			resp, body := hosttest.Get(t, h.URL+tc.url, tc.hdr...)
 			if resp.StatusCode != 401 || body != tc.reason+"\n" {
 				t.Fatalf("got %d %q", resp.StatusCode, body)
 			}
@@ -89,15 +64,15 @@ func TestE2EExample(t *testing.T) {
 	}
 
 	// Per-route anonymous access on /public/ with the filter's keys.
-	resp, _ = get(t, h.URL+"/public/x")
+	resp, _ = hosttest.Get(t, h.URL+"/public/x")
 	if e := hosttest.DecodeEcho(t, resp); e.Header("x-consumer-name") != "guest" {
 		t.Fatalf("anonymous route: %v", e.Headers)
 	}
-	resp, _ = get(t, h.URL+"/public/x", "x-api-key", "bob-key-2026-b1")
+	resp, _ = hosttest.Get(t, h.URL+"/public/x", "x-api-key", "bob-key-2026-b1")
 	if e := hosttest.DecodeEcho(t, resp); e.Header("x-consumer-name") != "bob" {
 		t.Fatalf("key on the anonymous route: %v", e.Headers)
 	}
-	resp, _ = get(t, h.URL+"/public/x", "x-api-key", "wrong-key-000")
+	resp, _ = hosttest.Get(t, h.URL+"/public/x", "x-api-key", "wrong-key-000")
 	if resp.StatusCode != 401 {
 		t.Fatalf("wrong key on the anonymous route: %d", resp.StatusCode)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/moeproxy/moe/plugins/auth/internal/authn"
 	"github.com/moeproxy/moe/shared/api"
 	"github.com/moeproxy/moe/shared/registry"
+	"github.com/moeproxy/moe/shared/variables"
 )
 
 func init() {
@@ -88,7 +89,7 @@ func (c *compiled) find(h api.RequestHeaderMap) (string, int) {
 			v = vs[0]
 		case srcQuery:
 			var ok bool
-			if v, ok = authn.QueryParam(h.Path(), s.name); !ok {
+			if v, ok = variables.QueryArg(h.Path(), s.name); !ok {
 				continue
 			}
 		case srcCookie:
@@ -96,7 +97,7 @@ func (c *compiled) find(h api.RequestHeaderMap) (string, int) {
 				continue
 			}
 			var ok bool
-			if v, ok = authn.Cookie(h.Values("cookie"), s.name); !ok {
+			if v, ok = variables.Cookie(h.Values("cookie"), s.name); !ok {
 				continue
 			}
 		}

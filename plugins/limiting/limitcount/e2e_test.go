@@ -1,10 +1,7 @@
 package limitcount
 
 import (
-	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,25 +11,6 @@ import (
 
 // End-to-end tests: real HTTP through moe-host running out/libgolang.so, with
 // a real redis-server started by the test.
-
-func httpDo(t *testing.T, c *http.Client, url string, kv ...string) (int, http.Header, string) {
-	t.Helper()
-	req, err := http.NewRequest("GET", url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i+1 < len(kv); i += 2 {
-		req.Header.Set(kv[i], kv[i+1])
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		t.Errorf("GET %s: %v", url, err)
-		return 0, nil, ""
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, resp.Header, string(b)
-}
 
 func e2eConfig(r *redisServer, kv ...any) map[string]any {
 	c := map[string]any{"count": 3, "time_window": "10s", "key": "$header_x-user",
@@ -48,18 +26,18 @@ func TestE2ELimitAndQuotaHeaders(t *testing.T) {
 	h := hosttest.StartChain(t, hosttest.Chain{Plugins: []hosttest.Plugin{{Name: Name, Config: e2eConfig(r)}}})
 	c := http.DefaultClient
 	for i := 0; i < 3; i++ {
-		code, hdr, _ := httpDo(t, c, h.URL+"/", "x-user", "alice")
+		code, hdr, _ := hosttest.Fetch(t, c, h.URL+"/", "x-user", "alice")
 		if code != 200 || hdr.Get("X-RateLimit-Limit") != "3" || hdr.Get("X-RateLimit-Remaining") != string(rune('2'-i)) ||
 			hdr.Get("X-RateLimit-Reset") == "" {
 			t.Fatalf("request %d: %d %v", i, code, hdr)
 		}
 	}
-	code, hdr, body := httpDo(t, c, h.URL+"/", "x-user", "alice")
+	code, hdr, body := hosttest.Fetch(t, c, h.URL+"/", "x-user", "alice")
 	if code != 429 || body != "Too Many Requests" || hdr.Get("Retry-After") == "" || hdr.Get("X-RateLimit-Remaining") != "0" ||
 		hdr.Get("X-RateLimit-Limit") != "3" {
 		t.Fatalf("4th: %d %q %v", code, body, hdr)
 	}
-	if code, _, _ := httpDo(t, c, h.URL+"/", "x-user", "bob"); code != 200 {
+	if code, _, _ := hosttest.Fetch(t, c, h.URL+"/", "x-user", "bob"); code != 200 {
 		t.Fatalf("another user: %d", code)
 	}
 	if p, rj := h.Counter(t, "moe_limit_count_passed"), h.Counter(t, "moe_limit_count_rejected"); p != 4 || rj != 1 {
@@ -80,7 +58,7 @@ func TestE2ETwoInstancesShareOneCounter(t *testing.T) {
 		if i%2 == 1 {
 			u = b.URL
 		}
-		code, _, _ := httpDo(t, http.DefaultClient, u+"/", "x-user", "shared")
+		code, _, _ := hosttest.Fetch(t, http.DefaultClient, u+"/", "x-user", "shared")
 		codes[u][code]++
 	}
 	if codes[a.URL][200]+codes[b.URL][200] != 6 || codes[a.URL][200] == 0 || codes[b.URL][200] == 0 {
@@ -97,16 +75,16 @@ func TestE2ERedisOutageAndRecovery(t *testing.T) {
 	})
 	c := http.DefaultClient
 	for _, p := range []string{"/", "/special"} {
-		if code, _, _ := httpDo(t, c, h.URL+p, "x-user", "u"); code != 200 {
+		if code, _, _ := hosttest.Fetch(t, c, h.URL+p, "x-user", "u"); code != 200 {
 			t.Fatalf("%s before the outage: %d", p, code)
 		}
 	}
 	r.Stop()
 	start := time.Now()
-	if code, hdr, _ := httpDo(t, c, h.URL+"/", "x-user", "u"); code != 200 || hdr.Get("X-RateLimit-Limit") != "" {
+	if code, hdr, _ := hosttest.Fetch(t, c, h.URL+"/", "x-user", "u"); code != 200 || hdr.Get("X-RateLimit-Limit") != "" {
 		t.Errorf("fail_open during the outage: %d %v", code, hdr)
 	}
-	if code, _, body := httpDo(t, c, h.URL+"/special", "x-user", "u"); code != 503 || body != "rate limit service unavailable" {
+	if code, _, body := hosttest.Fetch(t, c, h.URL+"/special", "x-user", "u"); code != 503 || body != "rate limit service unavailable" {
 		t.Errorf("fail_closed during the outage: %d %q", code, body)
 	}
 	if d := time.Since(start); d > time.Second {
@@ -115,7 +93,7 @@ func TestE2ERedisOutageAndRecovery(t *testing.T) {
 	r.Start()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		code, hdr, _ := httpDo(t, c, h.URL+"/special", "x-user", "u")
+		code, hdr, _ := hosttest.Fetch(t, c, h.URL+"/special", "x-user", "u")
 		if code == 200 && hdr.Get("X-RateLimit-Remaining") == "99" {
 			break
 		}
@@ -158,7 +136,7 @@ func TestE2EAccuracy(t *testing.T) {
 		results[path] = res
 		go func() {
 			res.at, res.rejected, res.other = offer(t, func() int {
-				code, _, _ := httpDo(t, client, h.URL+path)
+				code, _, _ := hosttest.Fetch(t, client, h.URL+path)
 				return code
 			}, rps, seconds*time.Second)
 			done <- path
@@ -205,31 +183,17 @@ func TestE2EBadConfigRefused(t *testing.T) {
 // and Redis) and replays the requests listed in its header.
 func TestE2EExample(t *testing.T) {
 	r := startRedis(t)
-	raw, err := os.ReadFile(filepath.Join(repoRoot(t), "envoy", "examples", "limit-count.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := strings.NewReplacer(
-		"port_value: 9901", "port_value: {{.AdminPort}}",
-		"port_value: 10000", "port_value: {{.Port}}",
-		"port_value: 8080", "port_value: {{.UpstreamPort}}",
-		"library_path: out/libgolang.so", "library_path: {{.Library}}",
-		"127.0.0.1:6379", r.Addr(),
-	).Replace(string(raw))
-	for _, v := range []string{"{{.AdminPort}}", "{{.Port}}", "{{.UpstreamPort}}", "{{.Library}}", r.Addr()} {
-		if !strings.Contains(tmpl, v) {
-			t.Fatalf("limit-count.yaml: no %s to substitute; keep the shape of envoy/envoy.yaml", v)
-		}
-	}
-	h := hosttest.Start(t, tmpl, hosttest.Vars{"UpstreamPort": hosttest.EchoUpstream(t)})
+	h := hosttest.StartExample(t, "envoy/examples/limit-count.yaml", hosttest.ExampleOptions{
+		Replace: map[string]string{"127.0.0.1:6379": r.Addr()},
+	})
 	c := http.DefaultClient
-	code, hdr, _ := httpDo(t, c, h.URL+"/")
+	code, hdr, _ := hosttest.Fetch(t, c, h.URL+"/")
 	if code != 200 || hdr.Get("X-RateLimit-Limit") != "10" || hdr.Get("X-RateLimit-Remaining") != "9" || hdr.Get("X-RateLimit-Reset") != "60" {
 		t.Fatalf("first: %d %v", code, hdr)
 	}
 	codes := map[int]int{}
 	for i := 0; i < 11; i++ {
-		code, _, _ := httpDo(t, c, h.URL+"/")
+		code, _, _ := hosttest.Fetch(t, c, h.URL+"/")
 		codes[code]++
 	}
 	if codes[200] != 9 || codes[429] != 2 {
@@ -237,42 +201,24 @@ func TestE2EExample(t *testing.T) {
 	}
 	var api []int
 	for i := 0; i < 4; i++ {
-		code, _, _ := httpDo(t, c, h.URL+"/api/x", "x-user", "alice")
+		code, _, _ := hosttest.Fetch(t, c, h.URL+"/api/x", "x-user", "alice")
 		api = append(api, code)
 	}
 	if api[0] != 200 || api[1] != 200 || api[2] != 200 || api[3] != 429 {
 		t.Errorf("/api for one user: %v, want 200 200 200 429", api)
 	}
-	if code, _, _ := httpDo(t, c, h.URL+"/api/x"); code != 400 {
+	if code, _, _ := hosttest.Fetch(t, c, h.URL+"/api/x"); code != 400 {
 		t.Errorf("/api without x-user: %d, want 400", code)
 	}
 	if v, err := r.Do("EXISTS", "moe:limit-count:{api:alice}:s10000"); err != nil || v.(int64) != 1 {
 		t.Errorf("the /api counter is not in Redis: %v %v", v, err)
 	}
 	r.Stop()
-	if code, _, _ := httpDo(t, c, h.URL+"/"); code != 200 {
+	if code, _, _ := hosttest.Fetch(t, c, h.URL+"/"); code != 200 {
 		t.Errorf("/ with Redis down: %d, want 200 (fail_open)", code)
 	}
-	if code, _, _ := httpDo(t, c, h.URL+"/api/x", "x-user", "bob"); code != 503 {
+	if code, _, _ := hosttest.Fetch(t, c, h.URL+"/api/x", "x-user", "bob"); code != 503 {
 		t.Errorf("/api with Redis down: %d, want 503 (fail_closed)", code)
-	}
-}
-
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the test directory")
-		}
-		dir = parent
 	}
 }
 
@@ -287,7 +233,7 @@ func TestE2ESlowRedisDoesNotBlockTheWorker(t *testing.T) {
 	})
 	// Warm the pool: one connection per worker at least.
 	for i := 0; i < 4; i++ {
-		httpDo(t, &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}, h.URL+"/", "x-user", "u")
+		hosttest.Fetch(t, &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}, h.URL+"/", "x-user", "u")
 	}
 	if _, err := r.Do("CLIENT", "PAUSE", "2000", "ALL"); err != nil {
 		t.Fatalf("CLIENT PAUSE: %v", err)
@@ -298,7 +244,7 @@ func TestE2ESlowRedisDoesNotBlockTheWorker(t *testing.T) {
 	for i := 0; i < n; i++ {
 		go func() {
 			c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
-			code, _, _ := httpDo(t, c, h.URL+"/", "x-user", "u")
+			code, _, _ := hosttest.Fetch(t, c, h.URL+"/", "x-user", "u")
 			codes <- code
 		}()
 	}
@@ -306,7 +252,7 @@ func TestE2ESlowRedisDoesNotBlockTheWorker(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		t0 := time.Now()
 		c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
-		if code, _, _ := httpDo(t, c, h.URL+"/special"); code != 200 {
+		if code, _, _ := hosttest.Fetch(t, c, h.URL+"/special"); code != 200 {
 			t.Errorf("/special: %d", code)
 		}
 		if d := time.Since(t0); d > 150*time.Millisecond {

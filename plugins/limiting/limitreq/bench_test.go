@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/moeproxy/moe/shared/api"
+	"github.com/moeproxy/moe/shared/plugintest"
 )
 
 // BenchmarkOnReceive: per-request cost against a pass-through filter run
@@ -29,7 +30,7 @@ func BenchmarkOnReceive(b *testing.B) {
 				c, _ := parse(b, tc.config, nil)
 				f = filterOf(c)
 			}
-			ctxs := make([]*fakeCtx, max(tc.keys, 1))
+			ctxs := make([]*plugintest.Context, max(tc.keys, 1))
 			for i := range ctxs {
 				ctxs[i] = newCtx("192.0.2.1:5555", newReq("x-user", fmt.Sprintf("user-%d", i)))
 			}
@@ -37,8 +38,8 @@ func BenchmarkOnReceive(b *testing.B) {
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				ctx := ctxs[i%len(ctxs)]
-				ctx.reply = nil
-				f.OnReceive(ctx, ctx.req, nil, nil)
+				ctx.Replied = nil
+				f.OnReceive(ctx, ctx.Req, nil, nil)
 			}
 		})
 	}
@@ -62,8 +63,8 @@ func BenchmarkOnReceiveParallel(b *testing.B) {
 			b.RunParallel(func(pb *testing.PB) {
 				ctx := newCtx("192.0.2.1:5555", newReq("x-user", fmt.Sprintf("user-%d", id.Add(1))))
 				for pb.Next() {
-					ctx.reply = nil
-					f.OnReceive(ctx, ctx.req, nil, nil)
+					ctx.Replied = nil
+					f.OnReceive(ctx, ctx.Req, nil, nil)
 				}
 			})
 		})

@@ -4,10 +4,7 @@ import (
 	"testing"
 	"time"
 
-	envoy "github.com/envoyproxy/envoy/contrib/golang/common/go/api"
-
 	"github.com/moeproxy/moe/shared/fakehost"
-	"github.com/moeproxy/moe/shared/filtermanager"
 )
 
 // TestThroughFramework runs the plugin inside the real moe filter manager
@@ -75,40 +72,19 @@ func TestThroughFramework(t *testing.T) {
 	})
 }
 
-func passThroughFactory(any, envoy.FilterCallbackHandler) envoy.StreamFilter {
-	return &envoy.PassThroughStreamFilter{}
-}
-
 // BenchmarkChain: whole requests through the fake Envoy and the moe filter
 // manager against an Envoy pass-through filter and an empty moe chain.
 // (fakehost.Bench has no StreamInfo, so the key is a header here.)
 func BenchmarkChain(b *testing.B) {
-	run := func(b *testing.B, f envoy.StreamFilterFactory, cfg any, hdr ...[2]string) {
-		fb := fakehost.NewBench(f, cfg, hdr...)
-		b.ReportAllocs()
-		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
-			if st := fb.Run(); st != envoy.Continue {
-				b.Fatalf("status %v", st)
-			}
-		}
-	}
-	parse := func(b *testing.B, js string) any {
-		cfg, err := fakehost.ParseFilter(filtermanager.Parser{}, js)
-		if err != nil {
-			b.Fatal(err)
-		}
-		return cfg
-	}
 	user := [2]string{"x-user", "alice"}
-	b.Run("baseline-envoy-passthrough", func(b *testing.B) { run(b, passThroughFactory, nil) })
-	b.Run("baseline-empty-moe-chain", func(b *testing.B) { run(b, filtermanager.Factory, parse(b, `{"plugins":[]}`), user) })
+	b.Run("baseline-envoy-passthrough", fakehost.BenchPassThrough)
+	b.Run("baseline-empty-moe-chain", func(b *testing.B) { fakehost.BenchChain(b, fakehost.MustParseChain(b, `{"plugins":[]}`), user) })
 	b.Run("limit-req-passed", func(b *testing.B) {
-		run(b, filtermanager.Factory, parse(b, `{"plugins":[{"name":"limit-req","config":{"rate":1e9,"burst":1000000,"key":"$header_x-user"}}]}`), user)
+		fakehost.BenchChain(b, fakehost.MustParseChain(b, `{"plugins":[{"name":"limit-req","config":{"rate":1e9,"burst":1000000,"key":"$header_x-user"}}]}`), user)
 	})
 	// max_delay set: every request runs the phase in a goroutine (the price of
 	// being allowed to wait), even when it does not wait.
 	b.Run("limit-req-passed-with-max_delay-async", func(b *testing.B) {
-		run(b, filtermanager.Factory, parse(b, `{"plugins":[{"name":"limit-req","config":{"rate":1e9,"burst":1000000,"key":"$header_x-user","max_delay":"1s"}}]}`), user)
+		fakehost.BenchChain(b, fakehost.MustParseChain(b, `{"plugins":[{"name":"limit-req","config":{"rate":1e9,"burst":1000000,"key":"$header_x-user","max_delay":"1s"}}]}`), user)
 	})
 }

@@ -1,10 +1,7 @@
 package limitreq_test
 
 import (
-	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,26 +10,6 @@ import (
 
 	"github.com/moeproxy/moe/shared/hosttest"
 )
-
-func do(t *testing.T, c *http.Client, url string, kv ...string) (int, http.Header, string) {
-	t.Helper()
-	req, err := http.NewRequest("GET", url, nil)
-	if err != nil {
-		t.Error(err)
-		return 0, nil, ""
-	}
-	for i := 0; i+1 < len(kv); i += 2 {
-		req.Header.Set(kv[i], kv[i+1])
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		t.Errorf("GET %s: %v", url, err)
-		return 0, nil, ""
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, resp.Header, string(b)
-}
 
 // TestE2EAccuracy offers 200 rps for 2 s from many connections of one client
 // IP against a 50 rps limit and checks the admitted rate is within 10%.
@@ -52,7 +29,7 @@ func TestE2EAccuracy(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			switch code, _, _ := do(t, client, h.URL+"/"); code {
+			switch code, _, _ := hosttest.Fetch(t, client, h.URL+"/"); code {
 			case 200:
 				ok.Add(1)
 			case 429:
@@ -87,17 +64,17 @@ func TestE2ERejectReply(t *testing.T) {
 		}}},
 	})
 	c := http.DefaultClient
-	if code, _, _ := do(t, c, h.URL+"/", "x-user", "a"); code != 200 {
+	if code, _, _ := hosttest.Fetch(t, c, h.URL+"/", "x-user", "a"); code != 200 {
 		t.Fatalf("first: %d", code)
 	}
-	code, hdr, body := do(t, c, h.URL+"/", "x-user", "a")
+	code, hdr, body := hosttest.Fetch(t, c, h.URL+"/", "x-user", "a")
 	if code != 429 || body != "slow down" || hdr.Get("Retry-After") != "10" {
 		t.Fatalf("second: %d %q Retry-After=%q, want 429 with Retry-After 10", code, body, hdr.Get("Retry-After"))
 	}
-	if code, _, _ := do(t, c, h.URL+"/", "x-user", "b"); code != 200 {
+	if code, _, _ := hosttest.Fetch(t, c, h.URL+"/", "x-user", "b"); code != 200 {
 		t.Fatalf("other key: %d", code)
 	}
-	if code, _, body := do(t, c, h.URL+"/"); code != 400 {
+	if code, _, body := hosttest.Fetch(t, c, h.URL+"/"); code != 400 {
 		t.Fatalf("no key: %d %q, want 400", code, body)
 	}
 	if n := h.Counter(t, "moe_limit_req_rejected_empty_key"); n != 1 {
@@ -123,7 +100,7 @@ func TestE2EDelayDoesNotBlockTheWorker(t *testing.T) {
 			defer wg.Done()
 			// A new connection each: spread over the host's workers.
 			c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
-			codes[i], _, _ = do(t, c, h.URL+"/", "x-user", "slow")
+			codes[i], _, _ = hosttest.Fetch(t, c, h.URL+"/", "x-user", "slow")
 			took[i] = time.Since(start)
 		}()
 		time.Sleep(10 * time.Millisecond)
@@ -132,7 +109,7 @@ func TestE2EDelayDoesNotBlockTheWorker(t *testing.T) {
 	for i := 0; i < 4; i++ {
 		c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 		t0 := time.Now()
-		if code, _, _ := do(t, c, h.URL+"/", "x-user", "fast"+string(rune('a'+i))); code != 200 {
+		if code, _, _ := hosttest.Fetch(t, c, h.URL+"/", "x-user", "fast"+string(rune('a'+i))); code != 200 {
 			t.Errorf("other key: %d", code)
 		}
 		// A blocked worker would hold these for the rest of a 1 s wait or more.
@@ -177,14 +154,14 @@ func TestE2EBadConfigRefused(t *testing.T) {
 // TestE2EExample runs envoy/examples/limit-req.yaml and replays the requests
 // listed in its header.
 func TestE2EExample(t *testing.T) {
-	h := startExample(t, "limit-req.yaml")
+	h := hosttest.StartExample(t, "envoy/examples/limit-req.yaml")
 	c := http.DefaultClient
-	if code, _, _ := do(t, c, h.URL+"/"); code != 200 {
+	if code, _, _ := hosttest.Fetch(t, c, h.URL+"/"); code != 200 {
 		t.Fatalf("first: %d", code)
 	}
 	codes := map[int]int{}
 	for i := 0; i < 20; i++ {
-		code, _, _ := do(t, c, h.URL+"/")
+		code, _, _ := hosttest.Fetch(t, c, h.URL+"/")
 		codes[code]++
 	}
 	if codes[429] == 0 || codes[200] == 0 {
@@ -192,49 +169,11 @@ func TestE2EExample(t *testing.T) {
 	}
 	// /api is per x-user, with delay: 3 quick requests of one user all pass.
 	for i := 0; i < 3; i++ {
-		if code, _, _ := do(t, c, h.URL+"/api/x", "x-user", "alice"); code != 200 {
+		if code, _, _ := hosttest.Fetch(t, c, h.URL+"/api/x", "x-user", "alice"); code != 200 {
 			t.Errorf("/api request %d: %d", i, code)
 		}
 	}
-	if code, _, _ := do(t, c, h.URL+"/api/x"); code != 400 {
+	if code, _, _ := hosttest.Fetch(t, c, h.URL+"/api/x"); code != 400 {
 		t.Errorf("/api without x-user: %d, want 400", code)
-	}
-}
-
-func startExample(t *testing.T, name string) *hosttest.Host {
-	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(repoRoot(t), "envoy", "examples", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := strings.NewReplacer(
-		"port_value: 9901", "port_value: {{.AdminPort}}",
-		"port_value: 10000", "port_value: {{.Port}}",
-		"port_value: 8080", "port_value: {{.UpstreamPort}}",
-		"library_path: out/libgolang.so", "library_path: {{.Library}}",
-	).Replace(string(raw))
-	for _, v := range []string{"{{.AdminPort}}", "{{.Port}}", "{{.UpstreamPort}}", "{{.Library}}"} {
-		if !strings.Contains(tmpl, v) {
-			t.Fatalf("%s: no %s to substitute; keep the shape of envoy/envoy.yaml", name, v)
-		}
-	}
-	return hosttest.Start(t, tmpl, hosttest.Vars{"UpstreamPort": hosttest.EchoUpstream(t)})
-}
-
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the test directory")
-		}
-		dir = parent
 	}
 }

@@ -2,31 +2,29 @@ package limitreq
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"runtime"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/moeproxy/moe/shared/api"
-	sharedconfig "github.com/moeproxy/moe/shared/config"
+	"github.com/moeproxy/moe/shared/plugintest"
 )
 
 // send runs one request through the filter; it returns 0 when passed on, or
 // the reply status.
-func send(t testing.TB, f api.ReceiverFilter, ctx *fakeCtx) int {
+func send(t testing.TB, f api.ReceiverFilter, ctx *plugintest.Context) int {
 	t.Helper()
-	ctx.reply = nil
-	st := f.OnReceive(ctx, ctx.req, nil, nil)
+	ctx.Replied = nil
+	st := f.OnReceive(ctx, ctx.Req, nil, nil)
 	switch {
-	case st == api.Continue && ctx.reply == nil:
+	case st == api.Continue && ctx.Replied == nil:
 		return 0
-	case st == api.Stop && ctx.reply != nil:
-		return ctx.reply.code
+	case st == api.Stop && ctx.Replied != nil:
+		return ctx.Replied.Code
 	}
-	t.Fatalf("inconsistent result: %v with reply %+v", st, ctx.reply)
+	t.Fatalf("inconsistent result: %v with reply %+v", st, ctx.Replied)
 	return -1
 }
 
@@ -71,7 +69,7 @@ func TestAccuracyOverLimit(t *testing.T) {
 			if want := tc.burst + int(tc.rate*last.Seconds()+1e-9); admitted != want {
 				t.Errorf("admitted %d, want exactly burst+rate*T = %d", admitted, want)
 			}
-			if p, r := m.get("passed"), m.get("rejected"); p != int64(admitted) || p+r != int64(tc.offeredRPS*tc.seconds) {
+			if p, r := m.Value("passed"), m.Value("rejected"); p != int64(admitted) || p+r != int64(tc.offeredRPS*tc.seconds) {
 				t.Errorf("passed=%d rejected=%d, admitted %d", p, r, admitted)
 			}
 		})
@@ -119,11 +117,11 @@ func TestRejectReply(t *testing.T) {
 	if got := send(t, f, ctx); got != 503 {
 		t.Fatalf("second request: %d, want 503", got)
 	}
-	if ra, _ := ctx.reply.headers.Get("retry-after"); ra != "1" || ctx.reply.body != "slow down" {
-		t.Fatalf("reply %+v", ctx.reply)
+	if ra, _ := ctx.Replied.Headers.Get("retry-after"); ra != "1" || ctx.Replied.Body != "slow down" {
+		t.Fatalf("reply %+v", ctx.Replied)
 	}
-	if m.get("rejected") != 1 || m.get("passed") != 1 {
-		t.Fatalf("metrics %v", m.counts)
+	if m.Value("rejected") != 1 || m.Value("passed") != 1 {
+		t.Fatalf("metrics %v", m.Values())
 	}
 }
 
@@ -131,67 +129,69 @@ func TestKeys(t *testing.T) {
 	cases := []struct {
 		name     string
 		config   string
-		reqs     []*fakeCtx
+		reqs     []*plugintest.Context
 		want     []int
 		counters map[string]int64
 	}{
 		{
 			name:   "remote_addr ignores the port",
 			config: `{"rate":1}`,
-			reqs:   []*fakeCtx{newCtx("192.0.2.1:1000", newReq()), newCtx("192.0.2.1:2000", newReq()), newCtx("[2001:db8::1]:3000", newReq()), newCtx("[2001:db8::1]:3001", newReq())},
+			reqs:   []*plugintest.Context{newCtx("192.0.2.1:1000", newReq()), newCtx("192.0.2.1:2000", newReq()), newCtx("[2001:db8::1]:3000", newReq()), newCtx("[2001:db8::1]:3001", newReq())},
 			want:   []int{0, 429, 0, 429},
 		},
 		{
 			// The framework's $remote_addr has no port, in any template.
 			name:   "remote_addr inside a template ignores the port",
 			config: `{"rate":1,"key":"ip=$remote_addr"}`,
-			reqs:   []*fakeCtx{newCtx("192.0.2.1:1000", newReq()), newCtx("192.0.2.1:2000", newReq()), newCtx("[::1]:3000", newReq()), newCtx("[::1]:3001", newReq())},
+			reqs:   []*plugintest.Context{newCtx("192.0.2.1:1000", newReq()), newCtx("192.0.2.1:2000", newReq()), newCtx("[::1]:3000", newReq()), newCtx("[::1]:3001", newReq())},
 			want:   []int{0, 429, 0, 429},
 		},
 		{
 			name:   "header key: separate buckets",
 			config: `{"rate":1,"key":"$header_x-user"}`,
-			reqs:   []*fakeCtx{newCtx("1.1.1.1:1", newReq("x-user", "a")), newCtx("1.1.1.1:1", newReq("x-user", "b")), newCtx("1.1.1.1:1", newReq("x-user", "a"))},
+			reqs:   []*plugintest.Context{newCtx("1.1.1.1:1", newReq("x-user", "a")), newCtx("1.1.1.1:1", newReq("x-user", "b")), newCtx("1.1.1.1:1", newReq("x-user", "a"))},
 			want:   []int{0, 0, 429},
 		},
 		{
 			name:     "empty key shared by default",
 			config:   `{"rate":1,"key":"$header_x-user"}`,
-			reqs:     []*fakeCtx{newCtx("1.1.1.1:1", newReq()), newCtx("2.2.2.2:1", newReq())},
+			reqs:     []*plugintest.Context{newCtx("1.1.1.1:1", newReq()), newCtx("2.2.2.2:1", newReq())},
 			want:     []int{0, 429},
 			counters: map[string]int64{"passed": 1, "rejected": 1},
 		},
 		{
 			name:     "empty key rejected",
 			config:   `{"rate":100,"key":"$header_x-user","empty_key":"reject"}`,
-			reqs:     []*fakeCtx{newCtx("1.1.1.1:1", newReq()), newCtx("1.1.1.1:1", newReq("x-user", "a"))},
+			reqs:     []*plugintest.Context{newCtx("1.1.1.1:1", newReq()), newCtx("1.1.1.1:1", newReq("x-user", "a"))},
 			want:     []int{400, 0},
 			counters: map[string]int64{"rejected_empty_key": 1, "passed": 1},
 		},
 		{
 			name:   "consumer key",
 			config: `{"rate":1,"key":"$consumer"}`,
-			reqs: func() []*fakeCtx {
+			reqs: func() []*plugintest.Context {
 				a, b, a2 := newCtx("1.1.1.1:1", newReq()), newCtx("1.1.1.1:1", newReq()), newCtx("1.1.1.1:1", newReq())
-				a.consumer, b.consumer, a2.consumer = &api.Consumer{Name: "alice"}, &api.Consumer{Name: "bob"}, &api.Consumer{Name: "alice"}
-				return []*fakeCtx{a, b, a2}
+				a.SetConsumer(&api.Consumer{Name: "alice"})
+				b.SetConsumer(&api.Consumer{Name: "bob"})
+				a2.SetConsumer(&api.Consumer{Name: "alice"})
+				return []*plugintest.Context{a, b, a2}
 			}(),
 			want: []int{0, 0, 429},
 		},
 		{
 			name:   "composite key",
 			config: `{"rate":1,"key":"$method:$header_x-user"}`,
-			reqs: func() []*fakeCtx {
+			reqs: func() []*plugintest.Context {
 				g, p := newCtx("1.1.1.1:1", newReq("x-user", "a")), newCtx("1.1.1.1:1", newReq("x-user", "a"))
-				p.req.method = "POST"
-				return []*fakeCtx{g, p, g}
+				_ = p.Req.SetMethod("POST")
+				return []*plugintest.Context{g, p, g}
 			}(),
 			want: []int{0, 0, 429},
 		},
 		{
 			name:   "CRLF and unicode keys are just keys",
 			config: `{"rate":1,"key":"$header_x-user"}`,
-			reqs:   []*fakeCtx{newCtx("1:1", newReq("x-user", "a\r\nb")), newCtx("1:1", newReq("x-user", "ä")), newCtx("1:1", newReq("x-user", "a\r\nb"))},
+			reqs:   []*plugintest.Context{newCtx("1:1", newReq("x-user", "a\r\nb")), newCtx("1:1", newReq("x-user", "ä")), newCtx("1:1", newReq("x-user", "a\r\nb"))},
 			want:   []int{0, 0, 429},
 		},
 	}
@@ -205,7 +205,7 @@ func TestKeys(t *testing.T) {
 				}
 			}
 			for k, v := range tc.counters {
-				if got := m.get(k); got != v {
+				if got := m.Value(k); got != v {
 					t.Errorf("%s = %d, want %d", k, got, v)
 				}
 			}
@@ -250,8 +250,8 @@ func TestDelayedRequestWaitsThenPasses(t *testing.T) {
 	if el := time.Since(start); el < 90*time.Millisecond || el > 2*time.Second {
 		t.Fatalf("3 requests at 20 rps took %v, want ~100ms", el)
 	}
-	if m.get("delayed") != 2 || m.get("passed") != 3 {
-		t.Fatalf("metrics %v", m.counts)
+	if m.Value("delayed") != 2 || m.Value("passed") != 3 {
+		t.Fatalf("metrics %v", m.Values())
 	}
 }
 
@@ -274,8 +274,8 @@ func TestDelayedRequestCancelledGivesTokenBack(t *testing.T) {
 	case <-time.After(2 * time.Second):
 		t.Fatal("cancelled request still waiting")
 	}
-	if m.get("passed") != 1 {
-		t.Fatalf("a cancelled request was counted as passed: %v", m.counts)
+	if m.Value("passed") != 1 {
+		t.Fatalf("a cancelled request was counted as passed: %v", m.Values())
 	}
 	// The cancelled reservation was returned: the next request waits ~1 s, not 2 s.
 	if d := c.rt.take("1.1.1.1"); !d.ok || d.wait > 1100*time.Millisecond {
@@ -307,12 +307,12 @@ func TestConcurrentSameKey(t *testing.T) {
 			defer wg.Done()
 			for i := 0; i < 200; i++ {
 				ctx := newCtx(fmt.Sprintf("10.0.0.%d:%d", i%2, g), newReq())
-				f.OnReceive(ctx, ctx.req, nil, nil)
+				f.OnReceive(ctx, ctx.Req, nil, nil)
 			}
 		}()
 	}
 	wg.Wait()
-	if p := m.get("passed"); p != 200 { // 2 keys x burst 100
+	if p := m.Value("passed"); p != 200 { // 2 keys x burst 100
 		t.Fatalf("passed %d, want 200", p)
 	}
 }
@@ -343,12 +343,12 @@ func TestKeyFloodKeepsMemoryBounded(t *testing.T) {
 	runtime.ReadMemStats(&after)
 	growth := int64(after.HeapAlloc) - int64(before.HeapAlloc)
 	held := c.rt.cache.len()
-	t.Logf("%d distinct keys: %d held, %d evicted, heap growth %.1f MiB", keys, held, m.get("evicted_keys"), float64(growth)/(1<<20))
+	t.Logf("%d distinct keys: %d held, %d evicted, heap growth %.1f MiB", keys, held, m.Value("evicted_keys"), float64(growth)/(1<<20))
 	if held > 10000 {
 		t.Errorf("cache holds %d keys, cap 10000", held)
 	}
-	if m.get("keys") != int64(held) || m.get("evicted_keys") != int64(keys-held) {
-		t.Errorf("keys gauge %d, evicted %d; held %d", m.get("keys"), m.get("evicted_keys"), held)
+	if m.Value("keys") != int64(held) || m.Value("evicted_keys") != int64(keys-held) {
+		t.Errorf("keys gauge %d, evicted %d; held %d", m.Value("keys"), m.Value("evicted_keys"), held)
 	}
 	// ~10k buckets cost a few MiB; a million would cost hundreds.
 	if growth > 32<<20 {
@@ -379,14 +379,7 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := tryParse(tc.config)
-			var ce *sharedconfig.Error
-			if !errors.As(err, &ce) {
-				t.Fatalf("want *config.Error, got %v", err)
-			}
-			if ce.Plugin != Name || ce.Field != tc.field || !strings.Contains(ce.Reason, tc.reason) {
-				t.Fatalf("got plugin=%q field=%q reason=%q; want %q %q ~%q", ce.Plugin, ce.Field, ce.Reason, Name, tc.field, tc.reason)
-			}
+			plugintest.WantConfigError(t, Name, tc.config, tc.field, tc.reason)
 		})
 	}
 }
@@ -397,11 +390,11 @@ func TestDestroyReleasesKeysGauge(t *testing.T) {
 	for _, u := range []string{"a", "b", "c"} {
 		send(t, f, newCtx("1:1", newReq("x-user", u)))
 	}
-	if m.get("keys") != 3 {
-		t.Fatalf("keys = %d, want 3", m.get("keys"))
+	if m.Value("keys") != 3 {
+		t.Fatalf("keys = %d, want 3", m.Value("keys"))
 	}
 	c.Destroy()
-	if m.get("keys") != 0 {
-		t.Fatalf("keys after Destroy = %d, want 0", m.get("keys"))
+	if m.Value("keys") != 0 {
+		t.Fatalf("keys after Destroy = %d, want 0", m.Value("keys"))
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"io"
 	"math"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -370,7 +369,7 @@ func TestE2EBadConfigIsRejected(t *testing.T) {
 // TestE2EExample runs envoy/examples/sentinel.yaml (moe-host validates it
 // with moectl at start) and replays the requests listed in its header.
 func TestE2EExample(t *testing.T) {
-	h := startExample(t, "sentinel.yaml")
+	h := hosttest.StartExample(t, "envoy/examples/sentinel.yaml")
 	codes := func(n int, path string, kv ...string) map[int]int {
 		m := map[int]int{}
 		for i := 0; i < n; i++ {
@@ -396,26 +395,6 @@ func TestE2EExample(t *testing.T) {
 	if got[500] != 5 || got[503] != 1 {
 		t.Errorf("6 x /status/500: %v, want 5 x 500 then 503", got)
 	}
-}
-
-func startExample(t *testing.T, name string) *hosttest.Host {
-	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("..", "..", "..", "envoy", "examples", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := strings.NewReplacer(
-		"port_value: 9901", "port_value: {{.AdminPort}}",
-		"port_value: 10000", "port_value: {{.Port}}",
-		"port_value: 8080", "port_value: {{.UpstreamPort}}",
-		"library_path: out/libgolang.so", "library_path: {{.Library}}",
-	).Replace(string(raw))
-	for _, v := range []string{"{{.AdminPort}}", "{{.Port}}", "{{.UpstreamPort}}", "{{.Library}}"} {
-		if !strings.Contains(tmpl, v) {
-			t.Fatalf("%s: no %s to substitute; keep the shape of envoy/envoy.yaml", name, v)
-		}
-	}
-	return hosttest.Start(t, tmpl, hosttest.Vars{"UpstreamPort": hosttest.EchoUpstream(t)})
 }
 
 // TestExampleValidatesWithMoectl checks the example bootstrap against Envoy's

@@ -9,6 +9,7 @@ import (
 
 	"github.com/moeproxy/moe/shared/api"
 	"github.com/moeproxy/moe/shared/config"
+	"github.com/moeproxy/moe/shared/plugintest"
 )
 
 // A minimal stand-in for the framework's request context (shared/fakehost does
@@ -94,56 +95,9 @@ func (r *fakeRecv) Route() api.RouteInfo                                        
 func (r *fakeRecv) ClearRouteCache() error                                            { return nil }
 func (r *fakeRecv) SetUpstreamOverrideHost(string, bool) error                        { return nil }
 
-type fakeEnv struct{ metrics *fakeMetrics }
-
-func (e fakeEnv) PluginName() string   { return "sentinel" }
-func (e fakeEnv) IsRoute() bool        { return false }
-func (e fakeEnv) Metrics() api.Metrics { return e.metrics }
-
-// fakeMetrics keeps counters in memory, by name.
-type fakeMetrics struct {
-	mu sync.Mutex
-	c  map[string]*fakeCounter
-	g  map[string]*fakeCounter
-}
-
-type fakeCounter struct {
-	mu sync.Mutex
-	v  int64
-}
-
-func (c *fakeCounter) Inc(d uint64)    { c.mu.Lock(); c.v += int64(d); c.mu.Unlock() }
-func (c *fakeCounter) Add(d int64)     { c.mu.Lock(); c.v += d; c.mu.Unlock() }
-func (c *fakeCounter) Set(v uint64)    { c.mu.Lock(); c.v = int64(v); c.mu.Unlock() }
-func (c *fakeCounter) Get() uint64     { c.mu.Lock(); defer c.mu.Unlock(); return uint64(c.v) }
-func (c *fakeCounter) Record(v uint64) {}
-func (c *fakeCounter) value() int64    { c.mu.Lock(); defer c.mu.Unlock(); return c.v }
-
-func newMetrics() *fakeMetrics {
-	return &fakeMetrics{c: map[string]*fakeCounter{}, g: map[string]*fakeCounter{}}
-}
-
-func (m *fakeMetrics) get(tab map[string]*fakeCounter, name string) *fakeCounter {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	c := tab[name]
-	if c == nil {
-		c = &fakeCounter{}
-		tab[name] = c
-	}
-	return c
-}
-func (m *fakeMetrics) Counter(name string) api.Counter { return m.get(m.c, name) }
-func (m *fakeMetrics) Gauge(name string) api.Gauge     { return m.get(m.g, name) }
-func (m *fakeMetrics) Histogram(name string, _ []uint64) api.Histogram {
-	return m.get(m.c, name)
-}
-func (m *fakeMetrics) counter(name string) int64 { return m.get(m.c, name).value() }
-func (m *fakeMetrics) gauge(name string) int64   { return m.get(m.g, name).value() }
-
 // load decodes, validates and initializes a config from JSON, like the
 // framework does, and destroys it when the test ends.
-func load(t testing.TB, raw string) (*Config, *fakeMetrics) {
+func load(t testing.TB, raw string) (*Config, *plugintest.Env) {
 	t.Helper()
 	c := NewConfig()
 	if err := config.DecodeStrict([]byte(raw), c); err != nil {
@@ -152,9 +106,9 @@ func load(t testing.TB, raw string) (*Config, *fakeMetrics) {
 	if err := c.Validate(); err != nil {
 		t.Fatalf("validate: %v", err)
 	}
-	m := newMetrics()
+	m := plugintest.NewEnv("sentinel", false)
 	recorder.reset() // breaker states of an earlier run (-count) of the same namespace
-	if err := c.Init(fakeEnv{m}); err != nil {
+	if err := c.Init(m); err != nil {
 		t.Fatalf("init: %v", err)
 	}
 	t.Cleanup(c.Destroy)

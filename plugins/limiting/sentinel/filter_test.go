@@ -41,10 +41,10 @@ func TestFlowRuleBlocksWithConfiguredReply(t *testing.T) {
 	if v, _ := r.headers.Get("x-why"); v != "flow" {
 		t.Errorf("x-why = %q", v)
 	}
-	if m.counter("res_r1_passed") != 3 || m.counter("res_r1_blocked_flow") != 1 {
-		t.Errorf("metrics: %+v", m.c)
+	if m.Value("res_r1_passed") != 3 || m.Value("res_r1_blocked_flow") != 1 {
+		t.Errorf("metrics: %+v", m.Values())
 	}
-	if got := m.gauge("inflight"); got != 0 {
+	if got := m.Value("inflight"); got != 0 {
 		t.Errorf("inflight = %d after all requests ended", got)
 	}
 }
@@ -86,8 +86,8 @@ func TestIsolationLimitsConcurrentRequests(t *testing.T) {
 		t.Fatalf("a slot was freed but the request was blocked: %+v", r)
 	}
 	open[1].OnDestroy() // aborted: no response
-	if m.gauge("inflight") != 0 {
-		t.Errorf("inflight = %d", m.gauge("inflight"))
+	if m.Value("inflight") != 0 {
+		t.Errorf("inflight = %d", m.Value("inflight"))
 	}
 }
 
@@ -103,8 +103,8 @@ func TestEntriesAreExitedExactlyOnce(t *testing.T) {
 		f.Append(ctx, fakeResp{api.NewHeaders(":status", "200")}, nil, nil)
 		f.Append(ctx, fakeResp{api.NewHeaders(":status", "200")}, nil, nil) // e.g. a second Append call
 		f.OnDestroy()
-		if concurrency() != 0 || m.gauge("inflight") != 0 {
-			t.Fatalf("concurrency %d inflight %d", concurrency(), m.gauge("inflight"))
+		if concurrency() != 0 || m.Value("inflight") != 0 {
+			t.Fatalf("concurrency %d inflight %d", concurrency(), m.Value("inflight"))
 		}
 	})
 	t.Run("aborted before a response", func(t *testing.T) {
@@ -115,8 +115,8 @@ func TestEntriesAreExitedExactlyOnce(t *testing.T) {
 			t.Fatalf("concurrency %d while the request runs", concurrency())
 		}
 		f.OnDestroy()
-		if concurrency() != 0 || m.gauge("inflight") != 0 {
-			t.Fatalf("concurrency %d inflight %d after abort", concurrency(), m.gauge("inflight"))
+		if concurrency() != 0 || m.Value("inflight") != 0 {
+			t.Fatalf("concurrency %d inflight %d after abort", concurrency(), m.Value("inflight"))
 		}
 	})
 	t.Run("destroyed while queued in sentinel", func(t *testing.T) {
@@ -126,8 +126,8 @@ func TestEntriesAreExitedExactlyOnce(t *testing.T) {
 		f := &filter{rt: c.rt}
 		f.OnDestroy()
 		f.OnReceive(ctx, ctx.req, nil, nil)
-		if concurrency() != 0 || m.gauge("inflight") != 0 {
-			t.Fatalf("concurrency %d inflight %d: late entry not exited", concurrency(), m.gauge("inflight"))
+		if concurrency() != 0 || m.Value("inflight") != 0 {
+			t.Fatalf("concurrency %d inflight %d: late entry not exited", concurrency(), m.Value("inflight"))
 		}
 	})
 	t.Run("racing append and destroy", func(t *testing.T) {
@@ -141,8 +141,8 @@ func TestEntriesAreExitedExactlyOnce(t *testing.T) {
 			go func() { defer wg.Done(); f.OnDestroy() }()
 			wg.Wait()
 		}
-		if concurrency() != 0 || m.gauge("inflight") != 0 {
-			t.Fatalf("concurrency %d inflight %d", concurrency(), m.gauge("inflight"))
+		if concurrency() != 0 || m.Value("inflight") != 0 {
+			t.Fatalf("concurrency %d inflight %d", concurrency(), m.Value("inflight"))
 		}
 	})
 }
@@ -287,7 +287,7 @@ func TestHotspotLimitsPerValueWithOverrides(t *testing.T) {
 	if v, _ := r.headers.Get("x-moe-sentinel-blocked"); v != "hotspot" {
 		t.Errorf("header = %q", v)
 	}
-	if m.counter("res_r_blocked_hotspot") == 0 {
+	if m.Value("res_r_blocked_hotspot") == 0 {
 		t.Error("hotspot blocks not counted")
 	}
 }
@@ -303,8 +303,8 @@ func TestPressureTrafficHasItsOwnLimits(t *testing.T) {
 	if got := count(c, 10, normal); got != 5 {
 		t.Errorf("normal admitted %d, want 5 (pressure traffic must not use its budget)", got)
 	}
-	if m.counter("res_r_pressure_passed") != 2 || m.counter("res_r_pressure_blocked_flow") != 8 {
-		t.Errorf("pressure metrics: passed %d blocked %d", m.counter("res_r_pressure_passed"), m.counter("res_r_pressure_blocked_flow"))
+	if m.Value("res_r_pressure_passed") != 2 || m.Value("res_r_pressure_blocked_flow") != 8 {
+		t.Errorf("pressure metrics: passed %d blocked %d", m.Value("res_r_pressure_passed"), m.Value("res_r_pressure_blocked_flow"))
 	}
 }
 
@@ -413,7 +413,7 @@ func TestLongKeysAreCut(t *testing.T) {
 			t.Errorf("resource key of %d bytes", len(k))
 		}
 	}
-	if m.counter("res_"+strings.Repeat("a", 64)+"_passed") != 1 {
-		t.Errorf("metric name not cut to 64 bytes: %v", m.c)
+	if m.Value("res_"+strings.Repeat("a", 64)+"_passed") != 1 {
+		t.Errorf("metric name not cut to 64 bytes: %v", m.Values())
 	}
 }

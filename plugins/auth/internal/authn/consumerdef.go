@@ -64,3 +64,20 @@ func checkConsumerName(n string) error {
 	}
 	return nil
 }
+
+// ConsumerNames checks a config's consumer entries in order and that their names are unique:
+// create one per config (authn.ConsumerNames{}) and call Add for every entry.
+type ConsumerNames map[string]int
+
+// Add checks consumers[i] (field is its path, "consumers[i]") with Check and that no earlier
+// entry has the same name.
+func (n ConsumerNames) Add(i int, field string, s *ConsumerSpec) error {
+	if err := s.Check(field); err != nil {
+		return err
+	}
+	if j, dup := n[s.Name]; dup {
+		return api.FieldErrorf(field+".name", "consumer %q is also consumers[%d]", s.Name, j)
+	}
+	n[s.Name] = i
+	return nil
+}

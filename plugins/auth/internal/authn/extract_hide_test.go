@@ -1,6 +1,10 @@
 package authn
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/moeproxy/moe/shared/variables"
+)
 
 func TestQueryParamAndRemoveQueryParam(t *testing.T) {
 	for _, tc := range []struct {
@@ -15,9 +19,9 @@ func TestQueryParamAndRemoveQueryParam(t *testing.T) {
 		{"/p", "tok", "", false, "/p"},
 		{"/p?tokx=1", "tok", "", false, "/p?tokx=1"},
 	} {
-		v, ok := QueryParam(tc.path, tc.name)
+		v, ok := variables.QueryArg(tc.path, tc.name)
 		if v != tc.val || ok != tc.found {
-			t.Errorf("QueryParam(%q) = %q %v", tc.path, v, ok)
+			t.Errorf("variables.QueryArg(%q) = %q %v", tc.path, v, ok)
 		}
 		if got := RemoveQueryParam(tc.path, tc.name); got != tc.removed {
 			t.Errorf("RemoveQueryParam(%q) = %q, want %q", tc.path, got, tc.removed)
@@ -26,10 +30,10 @@ func TestQueryParamAndRemoveQueryParam(t *testing.T) {
 }
 
 func TestCookieAndRemoveCookie(t *testing.T) {
-	if v, ok := Cookie([]string{"a=1", `b=2; jwt="tok"`}, "jwt"); !ok || v != "tok" {
+	if v, ok := variables.Cookie([]string{"a=1", `b=2; jwt="tok"`}, "jwt"); !ok || v != "tok" {
 		t.Fatalf("Cookie = %q %v", v, ok)
 	}
-	if _, ok := Cookie([]string{"jwtx=1"}, "jwt"); ok {
+	if _, ok := variables.Cookie([]string{"jwtx=1"}, "jwt"); ok {
 		t.Fatal("prefix matched")
 	}
 	if got, left := RemoveCookie("a=1; jwt=t; b=2", "jwt"); got != "a=1; b=2" || !left {

@@ -1,0 +1,324 @@
+// Package plugintest is a small in-memory stand-in for the framework's per-request objects,
+// for unit tests and benchmarks that call a plugin's filter methods directly (shared/fakehost
+// runs the whole chain over a fake Envoy instead): a Context with a request header map, a
+// receiver handler that records the local reply, and a config Env whose metrics can be read
+// back.
+package plugintest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/moeproxy/moe/shared/api"
+	"github.com/moeproxy/moe/shared/config"
+	"github.com/moeproxy/moe/shared/registry"
+)
+
+// Request is an api.RequestHeaderMap over api.Headers; pseudo-headers live in the map.
+type Request struct{ api.Headers }
+
+// NewRequest builds request headers: method, path, then header key/value pairs.
+func NewRequest(method, path string, kv ...string) *Request {
+	h := &Request{api.Headers{":method": {method}, ":path": {path}, ":authority": {"example.com"}, ":scheme": {"http"}}}
+	for i := 0; i+1 < len(kv); i += 2 {
+		h.Add(kv[i], kv[i+1])
+	}
+	return h
+}
+
+func (h *Request) pseudo(k string) string { v, _ := h.Get(k); return v }
+func (h *Request) Method() string         { return h.pseudo(":method") }
+func (h *Request) Path() string           { return h.pseudo(":path") }
+func (h *Request) Host() string           { return h.pseudo(":authority") }
+func (h *Request) Scheme() string         { return h.pseudo(":scheme") }
+func (h *Request) SetMethod(v string) error {
+	return h.Set(":method", v)
+}
+func (h *Request) SetPath(v string) error { return h.Set(":path", v) }
+func (h *Request) SetHost(v string) error { return h.Set(":authority", v) }
+
+// Reply is the local reply a plugin sent.
+type Reply struct {
+	Code    int
+	Headers api.HeaderMap
+	Body    string
+}
+
+// Header returns a header of the recorded reply ("" for none or a nil reply).
+func (r *Reply) Header(k string) string {
+	if r == nil || r.Headers == nil {
+		return ""
+	}
+	v, _ := r.Headers.Get(strings.ToLower(k))
+	return v
+}
+
+// Context is a fake api.Context for plugin Name over request Req. A second local reply
+// fails with api.ErrAlreadyReplied, as in the framework; set Replied to nil (or Reset)
+// before reusing a context.
+type Context struct {
+	context.Context
+	Name    string
+	Req     *Request
+	Body    api.Buffer
+	Replied *Reply
+	// Remote is the downstream remote address ("ip:port"). When it is empty,
+	// Receiver().RequestInfo() is nil; otherwise it answers DownstreamRemoteAddress
+	// only (its other methods panic, which flags an unexpected dependency).
+	Remote   string
+	consumer *api.Consumer
+	state    map[string]any
+}
+
+// NewContext returns a context for plugin name over req.
+func NewContext(name string, req *Request) *Context {
+	return &Context{Context: context.Background(), Name: name, Req: req}
+}
+
+// From sets the downstream remote address (Remote) and returns c.
+func (c *Context) From(remote string) *Context {
+	c.Remote = remote
+	return c
+}
+
+// Reset clears the reply and consumer (for benchmarks reusing one context).
+func (c *Context) Reset() {
+	c.Replied = nil
+	c.consumer = nil
+}
+
+func (c *Context) PluginName() string                  { return c.Name }
+func (c *Context) RequestID() string                   { return "test-request" }
+func (c *Context) Log() api.Logger                     { return nopLogger{} }
+func (c *Context) Receiver() api.ReceiverFilterHandler { return (*recv)(c) }
+func (c *Context) Sender() api.SenderFilterHandler     { return nil }
+func (c *Context) Consumer() *api.Consumer             { return c.consumer }
+func (c *Context) SetConsumer(cs *api.Consumer)        { c.consumer = cs }
+func (c *Context) Var(string) (string, bool)           { return "", false }
+func (c *Context) GetState(key string) (any, bool)     { v, ok := c.state[key]; return v, ok }
+func (c *Context) SetState(key string, v any) {
+	if c.state == nil {
+		c.state = map[string]any{}
+	}
+	c.state[key] = v
+}
+
+type nopLogger struct{}
+
+func (nopLogger) Debugf(string, ...any) {}
+func (nopLogger) Infof(string, ...any)  {}
+func (nopLogger) Warnf(string, ...any)  {}
+func (nopLogger) Errorf(string, ...any) {}
+
+type recv Context
+
+func (r *recv) SendHijackReply(code int, h api.HeaderMap) error {
+	return r.SendHijackReplyWithBody(code, h, "")
+}
+func (r *recv) SendHijackReplyWithBody(code int, h api.HeaderMap, body string) error {
+	if r.Replied != nil {
+		return &api.StreamError{Op: "reply", Err: api.ErrAlreadyReplied}
+	}
+	r.Replied = &Reply{Code: code, Headers: h, Body: body}
+	return nil
+}
+func (r *recv) SendDirectResponse(h api.HeaderMap, body api.Buffer, _ api.HeaderMap) error {
+	b := ""
+	if body != nil {
+		b = body.String()
+	}
+	code := 200
+	if v, ok := h.Get(":status"); ok {
+		code = 0
+		for _, c := range v {
+			code = code*10 + int(c-'0')
+		}
+	}
+	return r.SendHijackReplyWithBody(code, h, b)
+}
+func (r *recv) GetRequestHeaders() api.RequestHeaderMap { return r.Req }
+func (r *recv) SetRequestHeaders(api.HeaderMap) error   { return nil }
+func (r *recv) GetRequestData() api.Buffer              { return r.Body }
+func (r *recv) SetRequestData(b api.Buffer) error       { r.Body = b; return nil }
+func (r *recv) GetRequestTrailers() api.HeaderMap       { return nil }
+func (r *recv) SetRequestTrailers(api.HeaderMap) error  { return nil }
+func (r *recv) RequestInfo() api.RequestInfo {
+	if r.Remote == "" {
+		return nil
+	}
+	return remoteInfo{remote: r.Remote}
+}
+func (r *recv) Route() api.RouteInfo   { return nil }
+func (r *recv) ClearRouteCache() error { return nil }
+func (r *recv) SetUpstreamOverrideHost(string, bool) error {
+	return nil
+}
+
+// remoteInfo answers the downstream address; other methods panic (nil embedded interface).
+type remoteInfo struct {
+	api.RequestInfo
+	remote string
+}
+
+func (i remoteInfo) DownstreamRemoteAddress() string { return i.remote }
+
+// Env is an api.ConfigEnv whose metrics can be read back with Count and Value.
+type Env struct {
+	Plugin string
+	Route  bool
+	m      *metrics
+}
+
+// NewEnv returns a ConfigEnv for plugin.
+func NewEnv(plugin string, route bool) *Env {
+	return &Env{Plugin: plugin, Route: route, m: &metrics{v: map[string]*atomic.Int64{}}}
+}
+
+func (e *Env) PluginName() string   { return e.Plugin }
+func (e *Env) IsRoute() bool        { return e.Route }
+func (e *Env) Metrics() api.Metrics { return e.m }
+
+// Count returns the value of counter name (without prefix), 0 if never defined.
+func (e *Env) Count(name string) uint64 { return uint64(e.m.get(name).Load()) }
+
+// Value returns the value of counter or gauge name (without prefix), 0 if never defined.
+func (e *Env) Value(name string) int64 { return e.m.get(name).Load() }
+
+// Values returns every counter and gauge defined so far, by name (for failure messages).
+func (e *Env) Values() map[string]int64 {
+	e.m.mu.Lock()
+	defer e.m.mu.Unlock()
+	out := make(map[string]int64, len(e.m.v))
+	for k, v := range e.m.v {
+		out[k] = v.Load()
+	}
+	return out
+}
+
+// metrics keeps counters and gauges in memory by name; histograms are dropped.
+type metrics struct {
+	mu sync.Mutex
+	v  map[string]*atomic.Int64
+}
+
+func (m *metrics) get(name string) *atomic.Int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	v, ok := m.v[name]
+	if !ok {
+		v = &atomic.Int64{}
+		m.v[name] = v
+	}
+	return v
+}
+
+func (m *metrics) Counter(name string) api.Counter          { return counter{m.get(name)} }
+func (m *metrics) Gauge(name string) api.Gauge              { return gauge{m.get(name)} }
+func (m *metrics) Histogram(string, []uint64) api.Histogram { return nopHist{} }
+
+type counter struct{ v *atomic.Int64 }
+
+func (c counter) Inc(d uint64) { c.v.Add(int64(d)) }
+
+type gauge struct{ v *atomic.Int64 }
+
+func (g gauge) Add(d int64)  { g.v.Add(d) }
+func (g gauge) Set(v uint64) { g.v.Store(int64(v)) }
+func (g gauge) Get() uint64  { return uint64(g.v.Load()) }
+
+type nopHist struct{}
+
+func (nopHist) Record(uint64) {}
+
+// Config is what a plugin config with validation and initialisation implements.
+type Config interface {
+	Validate() error
+	Init(api.ConfigEnv) error
+}
+
+// Parse decodes js into newConfig() (strictly, like the framework), validates and
+// initialises it with an Env for plugin whose metrics the test can read.
+func Parse[C Config](t testing.TB, plugin string, newConfig func() any, js string, route bool) (C, *Env, error) {
+	t.Helper()
+	var zero C
+	c := newConfig().(C)
+	if err := config.DecodeStrict([]byte(js), c); err != nil {
+		return zero, nil, err
+	}
+	if err := c.Validate(); err != nil {
+		return zero, nil, err
+	}
+	env := NewEnv(plugin, route)
+	if err := c.Init(env); err != nil {
+		return zero, nil, err
+	}
+	return c, env, nil
+}
+
+// MustParse is Parse of a filter-level config, given as a JSON string or as a value
+// marshalled to JSON; it fails the test on error.
+func MustParse[C Config](t testing.TB, plugin string, newConfig func() any, cfg any) (C, *Env) {
+	t.Helper()
+	raw, ok := cfg.(string)
+	if !ok {
+		b, err := json.Marshal(cfg)
+		if err != nil {
+			t.Fatalf("config %v: %v", cfg, err)
+		}
+		raw = string(b)
+	}
+	c, env, err := Parse[C](t, plugin, newConfig, raw, false)
+	if err != nil {
+		t.Fatalf("config %s: %v", raw, err)
+	}
+	return c, env
+}
+
+// Run sends one request, with body (nil for none), through f in a new Context for plugin.
+func Run(plugin string, f api.ReceiverFilter, req *Request, body api.Buffer) (*Context, api.Status) {
+	ctx := NewContext(plugin, req)
+	st := f.OnReceive(ctx, req, body, nil)
+	return ctx, st
+}
+
+// Bench runs f on req b.N times in one Context for plugin (Reset before each run), failing
+// the benchmark if a run does not return want.
+func Bench(b *testing.B, plugin string, f api.ReceiverFilter, req *Request, want api.Status) {
+	b.Helper()
+	ctx := NewContext(plugin, req)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		ctx.Reset()
+		if st := f.OnReceive(ctx, req, nil, nil); st != want {
+			b.Fatalf("status %v %+v", st, ctx.Replied)
+		}
+	}
+}
+
+// WantConfigError decodes raw as plugin's filter-level config the way the framework does
+// (registry, config.DecodePlugin) and fails the test unless that gives a *config.Error naming
+// plugin, field and a reason containing reason.
+func WantConfigError(t testing.TB, plugin, raw, field, reason string) {
+	t.Helper()
+	p, _ := registry.Get(plugin)
+	_, err := config.DecodePlugin(p, []byte(raw), false)
+	var ce *config.Error
+	if !errors.As(err, &ce) {
+		t.Fatalf("want *config.Error, got %v", err)
+	}
+	if ce.Plugin != plugin || ce.Field != field || !strings.Contains(ce.Reason, reason) {
+		t.Fatalf("got plugin=%q field=%q reason=%q; want %q %q ~%q", ce.Plugin, ce.Field, ce.Reason, plugin, field, reason)
+	}
+}
+
+// ReceiverFilter is the registered plugin's filter for cfg, as the framework builds it.
+func ReceiverFilter(plugin string, cfg any) api.ReceiverFilter {
+	p, _ := registry.Get(plugin)
+	return p.Factory(cfg).(api.ReceiverFilter)
+}

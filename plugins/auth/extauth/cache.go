@@ -54,12 +54,32 @@ var keyBufPool = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &
 // cacheKey hashes the key material with SHA-256, so the cache holds no
 // credentials and a collision cannot hand one caller another's result. Each
 // part is length-prefixed, so values cannot be shifted across parts.
-func (rt *runtime) cacheKey(h api.RequestHeaderMap) [32]byte {
+//
+// Besides the configured parts, the key always covers what the check request
+// carries that the service may decide on: the host and scheme (sent as
+// x-forwarded-host/-proto; one filter config usually serves several virtual
+// hosts) and, with with_request_body, a digest of the body sent. Otherwise an
+// answer for one host or body would be replayed for another.
+func (rt *runtime) cacheKey(h api.RequestHeaderMap, body api.Buffer) [32]byte {
 	bp := keyBufPool.Get().(*[]byte)
 	b := (*bp)[:0]
 	part := func(s string) {
 		b = binary.AppendUvarint(b, uint64(len(s)))
 		b = append(b, s...)
+	}
+	part(h.Host())
+	part(h.Scheme())
+	if rt.body != nil {
+		var sent []byte
+		if body != nil && body.Len() > 0 {
+			sent = body.Bytes()
+			if len(sent) > rt.body.MaxRequestBytes {
+				sent = sent[:rt.body.MaxRequestBytes] // what check sends
+			}
+		}
+		d := sha256.Sum256(sent)
+		b = binary.AppendUvarint(b, uint64(len(sent)))
+		b = append(b, d[:]...)
 	}
 	if rt.keyIncludesPath {
 		part(h.Method())

@@ -3,6 +3,7 @@ package extauth
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/url"
@@ -86,6 +87,13 @@ func (rt *runtime) check(ctx context.Context, h api.RequestHeaderMap, body api.B
 
 	resp, err := rt.client.Do(req)
 	if err != nil {
+		// A *url.Error spells out the check request's URL, i.e. the client's
+		// :path and query, which can hold credentials (?access_token=...):
+		// keep only the network reason; fail logs the service's own URL.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
 		return nil, err
 	}
 	defer resp.Body.Close()

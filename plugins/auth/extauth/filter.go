@@ -23,7 +23,7 @@ func (f *filter) OnReceive(ctx api.Context, h api.RequestHeaderMap, body api.Buf
 	}
 	var key [32]byte
 	if rt.cache != nil {
-		key = rt.cacheKey(h)
+		key = rt.cacheKey(h, body)
 		if res, ok := rt.cache.get(key, time.Now().UnixNano()); ok {
 			rt.cacheHitC.Inc(1)
 			return rt.apply(ctx, h, res)
@@ -69,8 +69,9 @@ func (rt *runtime) fail(ctx api.Context, h api.RequestHeaderMap, err error) api.
 	default:
 		rt.errorC.Inc(1)
 	}
-	// err holds the service URL and a network reason, no request data.
-	ctx.Log().Warnf("authorization service failed: %v", err)
+	// err is the network reason only (check strips the request URL); name the
+	// service by its configured URL, never by the client's path or query.
+	ctx.Log().Warnf("authorization service %s failed: %v", rt.service, err)
 	if rt.failOpen {
 		rt.failOpenC.Inc(1)
 		if rt.failOpenHeader {

@@ -17,6 +17,7 @@ type runtime struct {
 	scheme   string
 	host     string
 	basePath string // URL path + path_prefix, without a trailing "/" duplicate
+	service  string // scheme://host + basePath, for logs
 
 	timeout         time.Duration
 	allowed         []string // lower case
@@ -66,6 +67,7 @@ func newRuntime(c *Config, env api.ConfigEnv) (*runtime, error) {
 		consumerHeader:  strings.ToLower(c.ConsumerHeader),
 		keyIncludesPath: c.Cache.KeyIncludesPath,
 	}
+	rt.service = rt.scheme + "://" + rt.host + rt.basePath
 	for k, v := range c.HeadersToAdd {
 		rt.toAdd = append(rt.toAdd, [2]string{strings.ToLower(k), v})
 	}

@@ -60,6 +60,7 @@ type filter Config
 func (f *filter) OnReceive(ctx api.Context, h api.RequestHeaderMap, body api.Buffer, _ api.HeaderMap) api.Status {
 	c := f.compiled
 	if c.anonymous != nil && authn.AlreadyAuthenticated(ctx) {
+		authn.StepAside(ctx, h, c.header)
 		c.stats.Skipped()
 		return api.Continue
 	}

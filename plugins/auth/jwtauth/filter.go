@@ -15,11 +15,14 @@ func (f *filter) OnReceive(ctx api.Context, h api.RequestHeaderMap, _ api.Buffer
 	rt := f.rt
 	if rt.anonymous != nil && authn.AlreadyAuthenticated(ctx) {
 		// With anonymous access on, auth plugins combine with OR (Kong style):
-		// an earlier one already authenticated the caller.
+		// an earlier one already authenticated the caller. The claim headers
+		// this plugin vouches for must still not come from the client.
+		rt.clearForwarded(h)
+		authn.StepAside(ctx, h, rt.consumerHeader)
 		rt.skippedC.Inc(1)
 		return api.Continue
 	}
-	tok, src, found, ambiguous := rt.extract(h)
+	tok, _, found, ambiguous := rt.extract(h)
 	if ambiguous {
 		return rt.deny(ctx, rMalformed)
 	}
@@ -61,7 +64,7 @@ func (f *filter) OnReceive(ctx api.Context, h api.RequestHeaderMap, _ api.Buffer
 		}
 	}
 	if rt.hide {
-		rt.hideToken(h, src)
+		rt.hideTokens(h)
 	}
 	authn.SetConsumer(ctx, h, consumer, rt.consumerHeader)
 	rt.allowedC.Inc(1)
@@ -117,24 +120,65 @@ func (rt *runtime) extract(h api.RequestHeaderMap) (tok string, src *tokenSource
 	return "", nil, false, false
 }
 
-// hideToken removes the token's source from the upstream request.
-func (rt *runtime) hideToken(h api.RequestHeaderMap, s *tokenSource) {
-	switch {
-	case s.header != "":
-		_ = h.Del(s.header)
-	case s.query != "":
-		_ = h.SetPath(authn.RemoveQueryParam(h.Path(), s.query))
-	default:
-		lines := h.Values("cookie")
-		kept := make([]string, 0, len(lines))
-		for _, l := range lines {
-			if rest, ok := authn.RemoveCookie(l, s.cookie); ok {
-				kept = append(kept, rest)
+// hideTokens removes the token from every configured source, not only the
+// one it was read from: a second copy (the same token in a header and in the
+// query, say) must not reach the upstream either. A header source with a
+// prefix only loses values carrying that prefix ("Basic ..." is not ours).
+func (rt *runtime) hideTokens(h api.RequestHeaderMap) {
+	for i := range rt.from {
+		s := &rt.from[i]
+		switch {
+		case s.header != "":
+			vs := h.Values(s.header)
+			if len(vs) == 0 {
+				continue
 			}
-		}
-		_ = h.Del("cookie")
-		for _, l := range kept {
-			_ = h.Add("cookie", l)
+			if s.prefix == "" {
+				_ = h.Del(s.header)
+				continue
+			}
+			var kept []string
+			for _, v := range vs {
+				if len(v) < len(s.prefix) || !strings.EqualFold(v[:len(s.prefix)], s.prefix) {
+					kept = append(kept, v)
+				}
+			}
+			if len(kept) == len(vs) {
+				continue
+			}
+			_ = h.Del(s.header)
+			for _, v := range kept {
+				_ = h.Add(s.header, v)
+			}
+		case s.query != "":
+			if p := h.Path(); strings.IndexByte(p, '?') >= 0 {
+				if np := authn.RemoveQueryParam(p, s.query); np != p {
+					_ = h.SetPath(np)
+				}
+			}
+		default:
+			lines := h.Values("cookie")
+			if len(lines) == 0 {
+				continue
+			}
+			kept := make([]string, 0, len(lines))
+			changed := false
+			for _, l := range lines {
+				rest, left := authn.RemoveCookie(l, s.cookie)
+				if rest != l {
+					changed = true
+				}
+				if left {
+					kept = append(kept, rest)
+				}
+			}
+			if !changed {
+				continue
+			}
+			_ = h.Del("cookie")
+			for _, l := range kept {
+				_ = h.Add("cookie", l)
+			}
 		}
 	}
 }

@@ -35,6 +35,7 @@ const (
 func (f *filter) OnReceive(ctx api.Context, h api.RequestHeaderMap, _ api.Buffer, _ api.HeaderMap) api.Status {
 	c := f.compiled
 	if c.anonymous != nil && authn.AlreadyAuthenticated(ctx) {
+		authn.StepAside(ctx, h, c.header)
 		c.stats.Skipped()
 		return api.Continue
 	}

@@ -20,3 +20,20 @@ func SetConsumer(ctx api.Context, h api.RequestHeaderMap, c *api.Consumer, heade
 	}
 	_ = h.Set(header, c.Name)
 }
+
+// StepAside is what a plugin with anonymous access does when an earlier
+// plugin of the chain already authenticated the caller (AlreadyAuthenticated):
+// it lets the request through but still owns its consumer header, which it
+// sets to the consumer already established. Otherwise a client could send
+// that header itself whenever the earlier plugin forwards the consumer under
+// another name (or not at all).
+func StepAside(ctx api.Context, h api.RequestHeaderMap, header string) {
+	if header == "" {
+		return
+	}
+	if c := ctx.Consumer(); c != nil && SafeHeaderValue(c.Name) {
+		_ = h.Set(header, c.Name)
+		return
+	}
+	_ = h.Del(header)
+}

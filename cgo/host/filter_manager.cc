@@ -634,6 +634,7 @@ void FilterManager::sendDirectLocalReply(LocalReply reply) {
   // Nested watermark callbacks must not fire for the reply body.
   response_buffer_streaming_ = true;
   bool headers_only = reply.body.empty();
+  replaced_response_headers_ = std::move(response_headers_);
   response_headers_ = std::move(reply.headers);
   info_.response_code = static_cast<uint32_t>(response_headers_->status());
   response_headers_encoded_ = true;

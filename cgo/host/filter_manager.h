@@ -230,6 +230,11 @@ private:
   std::vector<StreamFilterBase*> unique_filters_;
 
   HeaderMapPtr request_headers_, request_trailers_, response_headers_, response_trailers_;
+  // The response headers a direct local reply replaced. An encoder filter that held them may
+  // still point at them: the golang filter's encoding state, read under its mutex by a Go
+  // goroutine (GetHeader/CopyHeaders) until onDestroy runs later in the same event. Kept alive
+  // until the stream is deleted instead of freed under that reader.
+  HeaderMapPtr replaced_response_headers_;
   // Data held by the filter manager on behalf of a stopped filter (Envoy: buffered_*_data_).
   BufferPtr buffered_request_data_, buffered_response_data_;
   // Envoy's decoder/encoder_filters_streaming_: true until a filter buffers with

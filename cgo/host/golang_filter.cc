@@ -692,6 +692,10 @@ CAPIStatus Filter::copyHeaders(ProcessorState& state, GoString* strs, char* buf)
 // GF:717-777: inline on the worker, posted from goroutines (Go keeps its own copy meanwhile).
 CAPIStatus Filter::setHeader(ProcessorState& state, std::string_view key, std::string_view value,
                              headerAction act) {
+  // Under the mutex, and the posted write too: an off-thread GetHeader/CopyHeaders (which hold
+  // it, GF:631-690) must not read the map while the worker grows it. Envoy (GF:717-777) posts
+  // the write without the lock, a race the host does not copy.
+  std::lock_guard<std::mutex> lock(mutex_);
   if (hasDestroyed()) return CAPIFilterIsDestroy;
   if (!state.isProcessingInGo()) return CAPINotInGo;
   HeaderMap* headers = state.headers;
@@ -703,12 +707,16 @@ CAPIStatus Filter::setHeader(ProcessorState& state, std::string_view key, std::s
   if (isThreadSafe()) {
     apply(std::string(key), std::string(value));
   } else {
-    postIfAlive([apply, k = std::string(key), v = std::string(value)] { apply(k, v); });
+    postIfAlive([this, apply, k = std::string(key), v = std::string(value)] {
+      std::lock_guard<std::mutex> lock(mutex_);
+      apply(k, v);
+    });
   }
   return CAPIOK;
 }
 
 CAPIStatus Filter::removeHeader(ProcessorState& state, std::string_view key) {
+  std::lock_guard<std::mutex> lock(mutex_);
   if (hasDestroyed()) return CAPIFilterIsDestroy;
   if (!state.isProcessingInGo()) return CAPINotInGo;
   HeaderMap* headers = state.headers;
@@ -716,7 +724,10 @@ CAPIStatus Filter::removeHeader(ProcessorState& state, std::string_view key) {
   if (isThreadSafe()) {
     headers->remove(key);
   } else {
-    postIfAlive([headers, k = std::string(key)] { headers->remove(k); });
+    postIfAlive([this, headers, k = std::string(key)] {
+      std::lock_guard<std::mutex> lock(mutex_);
+      headers->remove(k);
+    });
   }
   return CAPIOK;
 }
@@ -764,6 +775,10 @@ CAPIStatus Filter::copyTrailers(ProcessorState& state, GoString* strs, char* buf
 
 CAPIStatus Filter::setTrailer(ProcessorState& state, std::string_view key, std::string_view value,
                               headerAction act) {
+  // Under the mutex, and the posted write too: an off-thread GetHeader/CopyHeaders (which hold
+  // it, GF:631-690) must not read the map while the worker grows it. Envoy (GF:717-777) posts
+  // the write without the lock, a race the host does not copy.
+  std::lock_guard<std::mutex> lock(mutex_);
   if (hasDestroyed()) return CAPIFilterIsDestroy;
   if (!state.isProcessingInGo()) return CAPINotInGo;
   HeaderMap* trailers = state.trailers;
@@ -775,12 +790,16 @@ CAPIStatus Filter::setTrailer(ProcessorState& state, std::string_view key, std::
   if (isThreadSafe()) {
     apply(std::string(key), std::string(value));
   } else {
-    postIfAlive([apply, k = std::string(key), v = std::string(value)] { apply(k, v); });
+    postIfAlive([this, apply, k = std::string(key), v = std::string(value)] {
+      std::lock_guard<std::mutex> lock(mutex_);
+      apply(k, v);
+    });
   }
   return CAPIOK;
 }
 
 CAPIStatus Filter::removeTrailer(ProcessorState& state, std::string_view key) {
+  std::lock_guard<std::mutex> lock(mutex_);
   if (hasDestroyed()) return CAPIFilterIsDestroy;
   if (!state.isProcessingInGo()) return CAPINotInGo;
   HeaderMap* trailers = state.trailers;
@@ -788,7 +807,10 @@ CAPIStatus Filter::removeTrailer(ProcessorState& state, std::string_view key) {
   if (isThreadSafe()) {
     trailers->remove(key);
   } else {
-    postIfAlive([trailers, k = std::string(key)] { trailers->remove(k); });
+    postIfAlive([this, trailers, k = std::string(key)] {
+      std::lock_guard<std::mutex> lock(mutex_);
+      trailers->remove(k);
+    });
   }
   return CAPIOK;
 }

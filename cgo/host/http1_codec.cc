@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <climits>
 #include <ctime>
 #include <cstring>
@@ -89,6 +90,7 @@ bool splitAbsoluteUrl(const std::string& url, std::string* scheme, std::string* 
 bool statusHasNoBody(int status) { return (status >= 100 && status < 200) || status == 204 || status == 304; }
 
 void appendHeaderLine(std::string& out, std::string_view k, std::string_view v) {
+  // Callers only pass entries that passed writableHeader() or constants.
   out.append(k);
   out.append(": ");
   out.append(v);
@@ -115,6 +117,69 @@ bool validHeaderValue(std::string_view v) {
     if (c == '\0' || c == '\r' || c == '\n') return false;
   }
   return true;
+}
+
+bool validHeaderName(std::string_view k) {
+  if (!k.empty() && k[0] == ':') {
+    k.remove_prefix(1);
+    if (k.empty()) return false;
+  }
+  for (char c : k) {
+    const unsigned char u = static_cast<unsigned char>(c);
+    if (std::isalnum(u)) continue;
+    if (u < 0x80 && std::strchr("!#$%&'*+-.^_`|~", c) != nullptr && c != '\0') continue;
+    return false;
+  }
+  return true;
+}
+
+namespace {
+// oghttp2 HeaderValidator::IsValidHeaderValue with obs-text allowed (HeaderUtility::
+// headerValueIsValid): HTAB, SP, visible ASCII and 0x80-0xff.
+bool strictHeaderValue(std::string_view v) {
+  for (char c : v) {
+    const unsigned char u = static_cast<unsigned char>(c);
+    if (u == '\t' || (u >= 0x20 && u != 0x7f)) continue;
+    return false;
+  }
+  return true;
+}
+
+// JsonEscaper::escapeString for the key shown in the error (it may hold control characters).
+std::string escapeKey(std::string_view k) {
+  std::string out;
+  for (char c : k) {
+    const unsigned char u = static_cast<unsigned char>(c);
+    switch (c) {
+    case '"': out += "\\\""; break;
+    case '\\': out += "\\\\"; break;
+    case '\b': out += "\\b"; break;
+    case '\f': out += "\\f"; break;
+    case '\n': out += "\\n"; break;
+    case '\r': out += "\\r"; break;
+    case '\t': out += "\\t"; break;
+    default:
+      if (u < 0x20) {
+        char buf[8];
+        snprintf(buf, sizeof(buf), "\\u%04x", u);
+        out += buf;
+      } else {
+        out += c;
+      }
+    }
+  }
+  return out;
+}
+} // namespace
+
+std::string checkRequestHeadersForUpstream(const HeaderMap& headers) {
+  if (headers.get(":method") == nullptr) return "missing required header: :method";
+  if (headers.get(":path") == nullptr) return "missing required header: :path";
+  for (auto& [k, v] : headers.entries()) {
+    if (!validHeaderName(k)) return "invalid header name: " + escapeKey(k);
+    if (!strictHeaderValue(v)) return "invalid header value for: " + escapeKey(k);
+  }
+  return "";
 }
 
 std::string httpDate() {
@@ -144,6 +209,10 @@ void appendLastChunk(std::string& out, const HeaderMap* trailers) {
   if (trailers != nullptr) {
     for (auto& [k, v] : trailers->entries()) {
       if (!k.empty() && k[0] == ':') continue;
+      if (!writableHeader(k, v)) {
+        MOE_LOG(Warn, "http1", "dropping trailer with an invalid name or value");
+        continue;
+      }
       appendHeaderLine(out, k, v);
     }
   }
@@ -179,10 +248,10 @@ public:
         continue;  // the codec writes its own connection header below
       }
       if (k == "transfer-encoding") continue;  // framing is the codec's decision
-      if (!validHeaderValue(v)) {
-        // Never let a CR/LF from a filter split the response (Envoy's HeaderString refuses
-        // such values before they reach the codec).
-        MOE_LOG(Warn, "http1", "dropping response header %s with an invalid value", k.c_str());
+      if (!writableHeader(k, v)) {
+        // Never let a CR/LF from a filter split the response, in the name or the value
+        // (Envoy's HeaderString refuses such strings before they reach the codec).
+        MOE_LOG(Warn, "http1", "dropping response header with an invalid name or value");
         continue;
       }
       if (k == "content-length") saw_content_length = true;
@@ -474,6 +543,13 @@ bool ServerConnection::commitHeader() {
   if (field_.empty()) return true;
   if (++header_count_ > kMaxHeadersCount) {  // codec_impl.cc:570-577
     failRequest(431);
+    return false;
+  }
+  // A name must be a token (codec_impl.cc / balsa: invalid characters -> 400). The system
+  // http_parser is lenient here: "content-length : 5" frames the body by that length while the
+  // name passed to the callbacks is "content-length ", and trailer names are not checked at all.
+  if (field_.find(':') != std::string::npos || !validHeaderName(field_)) {
+    failRequest(400);
     return false;
   }
   std::string_view value = trimWhitespace(value_);
@@ -857,6 +933,7 @@ void ResponseParser::reset(bool head_request) {
 bool ResponseParser::commitHeader() {
   last_was_value_ = false;
   if (field_.empty()) return true;
+  if (field_.find(':') != std::string::npos || !validHeaderName(field_)) return false;
   std::string_view value = trimWhitespace(value_);
   if (!validHeaderValue(value)) return false;
   headers_->addCopy(lowerCase(field_), value);
@@ -915,6 +992,8 @@ void RequestSerializer::encodeHeaders(const HeaderMap& headers, bool end_stream,
     if (k.empty() || k[0] == ':') continue;
     if (isHopByHop(k)) continue;
     if (k == "host" && !authority.empty()) continue;
+    // The router refuses such requests (checkRequestHeadersForUpstream); never write them raw.
+    if (!writableHeader(k, v)) continue;
     if (k == "content-length") saw_content_length = true;
     appendHeaderLine(out, k, v);
   }

@@ -191,6 +191,19 @@ void appendChunk(std::string& out, std::string_view data);
 void appendLastChunk(std::string& out, const HeaderMap* trailers);
 // Header value check done by Envoy's HeaderUtility (nghttp2 rules): no NUL, CR or LF.
 bool validHeaderValue(std::string_view v);
+// Envoy's HeaderUtility::headerNameIsValid: RFC 7230 token characters, one leading ':' allowed
+// for pseudo-headers (an empty name passes, as in Envoy).
+bool validHeaderName(std::string_view k);
+// What may be written as "k: v\r\n" without changing the message framing: a non-empty valid
+// name and a value without NUL/CR/LF. Filters (Go plugins) can put anything into a header map;
+// the encoders drop entries that fail this instead of writing them raw.
+inline bool writableHeader(std::string_view k, std::string_view v) {
+  return !k.empty() && validHeaderName(k) && validHeaderValue(v);
+}
+// HeaderUtility::checkRequiredRequestHeaders + checkValidRequestHeaders (header_utility.cc:
+// 514-580), as the HTTP/1 request encoder runs them (codec_impl.cc:445-455): an error message
+// when a filter left the request unsendable, empty when it is fine.
+std::string checkRequestHeadersForUpstream(const HeaderMap& headers);
 // IMF-fixdate of now ("Mon, 30 Nov 2026 05:00:00 GMT"), the date header Envoy adds.
 std::string httpDate();
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "http1_codec.h"
 #include "logger.h"
 
 namespace moe {
@@ -89,6 +90,16 @@ FilterHeadersStatus RouterFilter::decodeHeaders(HeaderMap& headers, bool end_str
   if (info.upstream_override_host) {
     override_host = info.upstream_override_host->first;
     override_strict = info.upstream_override_host->second;
+  }
+  // UpstreamCodecFilter::decodeHeaders (upstream_codec_filter.cc:63-83): the HTTP/1 request
+  // encoder refuses a request a filter left with a missing :method/:path or with an invalid
+  // header name or value (a Go plugin's SetHeader/SetPath with CR/LF, say): 503 with the error
+  // as the body, and nothing is written upstream.
+  if (std::string err = checkRequestHeadersForUpstream(headers); !err.empty()) {
+    info.addResponseFlag("DPE");
+    callbacks_->sendLocalReply(503, err, nullptr,
+                               "filter_removed_required_request_headers{" + replaceSpaces(err) + "}");
+    return FilterHeadersStatus::StopIteration;
   }
   info.attempt_count = 1;
   upstream_ = cluster->newRequest(callbacks_->dispatcher(), *this, override_host, override_strict);

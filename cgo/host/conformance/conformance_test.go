@@ -138,6 +138,8 @@ func TestConformance(t *testing.T) {
 	t.Run("SetUpstreamOverrideHost", func(t *testing.T) { testOverrideHost(t, e) })
 	t.Run("DrainConnectionUponCompletion", func(t *testing.T) { testDrain(t, e) })
 	t.Run("Trailers", func(t *testing.T) { testTrailers(t, e) })
+	t.Run("HeaderInjection", func(t *testing.T) { testHeaderInjection(t, e) })
+	t.Run("HeaderNameChars", func(t *testing.T) { testHeaderNameChars(t, e) })
 	t.Run("Lifecycle", func(t *testing.T) { testLifecycle(t, e) })
 	t.Run("StrayGoroutine", func(t *testing.T) { testStray(t, e) })
 	t.Run("ClientDisconnect", func(t *testing.T) { testClientDisconnect(t, e) })

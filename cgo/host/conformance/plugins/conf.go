@@ -301,6 +301,10 @@ func (f *confFilter) decodeHeaders(h api.RequestHeaderMap, end bool) api.StatusT
 		return api.LocalReply
 	}
 
+	if w := f.ctl["x-test-crlf"]; w != "" {
+		injectCRLF(w, "req", h, func(p string) { h.SetPath(p) })
+	}
+
 	if host := f.ctl["x-test-override-host"]; host != "" {
 		err := dec.SetUpstreamOverrideHost(host, f.ctl["x-test-override-strict"] == "true")
 		record(f.id, "override-host %s err=%v", host, err)
@@ -562,6 +566,9 @@ func (f *confFilter) DecodeTrailers(t api.RequestTrailerMap) api.StatusType {
 		if f.common(phDecodeTrailer) {
 			return api.LocalReply
 		}
+		if w := f.ctl["x-test-crlf"]; w != "" {
+			injectCRLF(w, "req-trailer", t, nil)
+		}
 		if f.ctl["x-test-basic"] != "" {
 			t.Add("existed-trailer", "bar")
 			t.Set("x-test-trailer-0", "bar")
@@ -599,6 +606,9 @@ func (f *confFilter) encodeHeaders(h api.ResponseHeaderMap, end bool) api.Status
 		return api.LocalReply
 	}
 	si := f.cb.StreamInfo()
+	if w := f.ctl["x-test-crlf"]; w != "" {
+		injectCRLF(w, "resp", h, nil)
+	}
 	if f.ctl["x-test-basic"] != "" {
 		if v, ok := h.Get("x-test-header-0"); ok {
 			h.Set("test-x-set-header-0", v)
@@ -693,6 +703,9 @@ func (f *confFilter) EncodeTrailers(t api.ResponseTrailerMap) api.StatusType {
 		if f.common(phEncodeTrailer) {
 			return api.LocalReply
 		}
+		if w := f.ctl["x-test-crlf"]; w != "" {
+			injectCRLF(w, "resp-trailer", t, nil)
+		}
 		if f.ctl["x-test-basic"] != "" {
 			t.Set("x-go-trailer", "from-go")
 			t.Del("x-resp-trailer-1")
@@ -786,4 +799,23 @@ func dumpHeaders(h api.HeaderMap) string {
 	})
 	out, _ := json.Marshal(m)
 	return string(out)
+}
+
+// injectCRLF puts CR/LF/NUL into a header map when x-test-crlf names this place ("<where>-value",
+// "<where>-key", "<where>-nul", or "req-path"): the host must never write such strings raw.
+func injectCRLF(which, where string, m interface {
+	Set(key, value string)
+}, setPath func(string)) {
+	switch which {
+	case where + "-value":
+		m.Set("x-inj", "a\r\nx-smuggled: yes")
+	case where + "-key":
+		m.Set("x-inj\r\nx-smuggled", "yes")
+	case where + "-nul":
+		m.Set("x-inj", "a\x00b")
+	case where + "-path":
+		if setPath != nil {
+			setPath("/echo HTTP/1.1\r\nx-smuggled: yes\r\nx-pad: /")
+		}
+	}
 }

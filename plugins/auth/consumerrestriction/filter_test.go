@@ -50,6 +50,8 @@ func TestOnReceive(t *testing.T) {
 		{"path: dot-segment bypass", rbac, bob, "GET", "/public/../admin/users", 403, "denied_rule"},
 		{"path: double-slash bypass", rbac, bob, "GET", "//admin//users", 403, "denied_rule"},
 		{"path: encoded slash bypass", rbac, bob, "GET", "/admin%2Fusers", 403, "denied_rule"},
+		{"path: segment parameter bypass", rbac, bob, "GET", "/admin;jsessionid=x/users", 403, "denied_rule"},
+		{"path: encoded segment parameter bypass", rbac, bob, "GET", "/admin%3Bx/users", 403, "denied_rule"},
 		{"path: bad escape is 400", rbac, bob, "GET", "/admin/%zz", 400, "denied_bad_path"},
 		{"path: CRLF in path still matched", rbac, bob, "GET", "/admin/%0d%0a", 403, "denied_rule"},
 		{"exact path", `{"rules":[{"consumers":["bob"],"paths":["/only"]}]}`, bob, "GET", "/only/", 403, "denied_default"},
@@ -93,6 +95,9 @@ func TestMatchPathOf(t *testing.T) {
 		"":                    "/",
 		"relative":            "/relative",
 		"/already/clean/path": "/already/clean/path",
+		"/admin;x/users":      "/admin/users",
+		"/a;x=1;y/b;z":        "/a/b",
+		"/a/..;/admin":        "/admin",
 	}
 	for in, want := range cases {
 		got, err := matchPathOf(in)

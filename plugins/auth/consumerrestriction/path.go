@@ -25,7 +25,31 @@ func matchPathOf(raw string) (string, error) {
 		}
 		raw = p
 	}
+	if strings.IndexByte(raw, ';') >= 0 {
+		raw = dropSegmentParams(raw)
+	}
 	return normalizePathOrSame(raw), nil
+}
+
+// dropSegmentParams removes ";..." up to the end of each path segment.
+func dropSegmentParams(p string) string {
+	var b strings.Builder
+	b.Grow(len(p))
+	for len(p) > 0 {
+		i := strings.IndexByte(p, ';')
+		if i < 0 {
+			b.WriteString(p)
+			break
+		}
+		b.WriteString(p[:i])
+		p = p[i:]
+		if j := strings.IndexByte(p, '/'); j >= 0 {
+			p = p[j:]
+		} else {
+			p = ""
+		}
+	}
+	return b.String()
 }
 
 // normalizePathOrSame merges slashes and resolves dot segments; it returns p

@@ -114,6 +114,11 @@ func (f *filter) OnReceive(ctx api.Context, h api.RequestHeaderMap, body api.Buf
 	if !ok {
 		return c.deny(ctx, "missing_header", r.missingSigned[c.dateHeader])
 	}
+	// The signature covers every value joined by ", ", but only one is checked: two headers
+	// would let a captured "a, b" value be replayed as a fresh "a".
+	if len(h.Values(c.dateHeader)) > 1 {
+		return c.deny(ctx, "malformed", r.badDate)
+	}
 	signed, ok := parseDate(date)
 	if !ok {
 		return c.deny(ctx, "malformed", r.badDate)
@@ -159,7 +164,7 @@ func (f *filter) OnReceive(ctx api.Context, h api.RequestHeaderMap, body api.Buf
 	// Replay last: only authenticated requests may take room in the cache.
 	if c.replay != nil {
 		nonce, _ := h.Get(c.nonce)
-		if nonce == "" || len(nonce) > 256 {
+		if nonce == "" || len(nonce) > 256 || len(h.Values(c.nonce)) > 1 {
 			return c.deny(ctx, "malformed", r.badNonce)
 		}
 		replay, full := c.replay.add(p.keyID, nonce, now, signed.Add(c.skew))

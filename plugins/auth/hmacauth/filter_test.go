@@ -164,6 +164,8 @@ func TestHMACAuthRefuses(t *testing.T) {
 		{"date in the future (not yet valid)", signed("alice-1", aliceSecret, "hmac-sha256", "GET", "/", stdList, "date", now.Add(301*time.Second).Format(http.TimeFormat), "x-nonce", nextNonce()), 401, "request expired or clock skew too large", "expired"},
 		{"expired unix date", signed("alice-1", aliceSecret, "hmac-sha256", "GET", "/", stdList, "date", fmt.Sprint(now.Unix()-3600), "x-nonce", nextNonce()), 401, "request expired or clock skew too large", "expired"},
 		{"empty nonce", signed("alice-1", aliceSecret, "hmac-sha256", "GET", "/", stdList, "date", httpDate, "x-nonce", ""), 401, "malformed nonce", "malformed"},
+		{"nonce split over two headers", signed("alice-1", aliceSecret, "hmac-sha256", "GET", "/", stdList, "date", httpDate, "x-nonce", nextNonce(), "x-nonce", nextNonce()), 401, "malformed nonce", "malformed"},
+		{"date split over two headers", signed("alice-1", aliceSecret, "hmac-sha256", "GET", "/", stdList, "date", httpDate, "date", httpDate, "x-nonce", nextNonce()), 401, "malformed date header", "malformed"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

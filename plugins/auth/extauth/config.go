@@ -97,10 +97,21 @@ func NewConfig() any {
 // validHeaderName: an RFC 9110 token, never a pseudo header.
 func validHeaderName(s string) bool { return authn.ValidHeaderName(s) }
 
-func checkNames(field string, names []string) error {
+// framingHeaders describe the connection or the message framing, not the request: copying
+// them between the client, the auth service and the upstream could desynchronise a connection
+// or reroute the request, so no allow-list may name them.
+var framingHeaders = map[string]bool{
+	"connection": true, "keep-alive": true, "proxy-connection": true, "transfer-encoding": true,
+	"content-length": true, "te": true, "trailer": true, "upgrade": true, "host": true,
+}
+
+func checkNames(field string, names []string, refuseFraming bool) error {
 	for i, n := range names {
 		if !validHeaderName(n) {
 			return api.FieldErrorf(fmt.Sprintf("%s[%d]", field, i), "invalid header name %q", n)
+		}
+		if refuseFraming && framingHeaders[strings.ToLower(n)] {
+			return api.FieldErrorf(fmt.Sprintf("%s[%d]", field, i), "%q is a connection or framing header and cannot be copied", n)
 		}
 	}
 	return nil
@@ -125,10 +136,11 @@ func (c *Config) Validate() error {
 		return api.FieldErrorf("timeout", "must be between 1ms and 1m, got %s", c.Timeout.D())
 	}
 	for _, l := range []struct {
-		f string
-		v []string
-	}{{"allowed_headers", c.AllowedHeaders}, {"allowed_upstream_headers", c.AllowedUpstreamHeaders}, {"allowed_client_headers", c.AllowedClientHeaders}, {"cache.key_headers", c.Cache.KeyHeaders}} {
-		if err := checkNames(l.f, l.v); err != nil {
+		f       string
+		v       []string
+		copying bool
+	}{{"allowed_headers", c.AllowedHeaders, true}, {"allowed_upstream_headers", c.AllowedUpstreamHeaders, true}, {"allowed_client_headers", c.AllowedClientHeaders, true}, {"cache.key_headers", c.Cache.KeyHeaders, false}} {
+		if err := checkNames(l.f, l.v, l.copying); err != nil {
 			return err
 		}
 	}

@@ -28,74 +28,28 @@ import (
 	"testing"
 	"text/template"
 	"time"
+
+	"github.com/moeproxy/moe/shared/hosttest"
 )
 
 type binaries struct {
 	out, host, moectl, lib string
 }
 
-func repoRoot() string {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "."
-	}
-	for i := 0; i < 10; i++ {
-		if data, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && bytes.Contains(data, []byte("module github.com/moeproxy/moe")) {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			break
-		}
-		dir = parent
-	}
-	return "."
-}
-
-// findBinaries locates the host, moectl and the plugin library, skipping (or failing when
-// MOE_REQUIRE_HOST=1) when one is missing.
+// findBinaries locates the host, moectl and the plugin library through shared/hosttest
+// (MOE_OUT, MOE_HOST_BIN), skipping (or failing when MOE_REQUIRE_HOST=1) when one is missing.
 func findBinaries(t testing.TB) binaries {
 	t.Helper()
-	out := os.Getenv("MOE_OUT")
-	if out == "" {
-		out = filepath.Join(repoRoot(), "out")
+	abs := func(p string) string { a, _ := filepath.Abs(p); return a }
+	return binaries{
+		out:    abs(hosttest.OutDir(t)),
+		host:   abs(hosttest.Require(t, "moe-host")),
+		moectl: abs(hosttest.Require(t, "moectl")),
+		lib:    abs(hosttest.Require(t, "libconformance.so")),
 	}
-	out, _ = filepath.Abs(out)
-	b := binaries{
-		out:    out,
-		host:   os.Getenv("MOE_HOST_BIN"),
-		moectl: filepath.Join(out, "moectl"),
-		lib:    filepath.Join(out, "libconformance.so"),
-	}
-	if b.host == "" {
-		b.host = filepath.Join(out, "moe-host")
-	}
-	b.host, _ = filepath.Abs(b.host)
-	var missing []string
-	for _, p := range []string{b.host, b.moectl, b.lib} {
-		if st, err := os.Stat(p); err != nil || st.IsDir() {
-			missing = append(missing, p)
-		}
-	}
-	if len(missing) > 0 {
-		msg := fmt.Sprintf("conformance: missing %s (build them with make: out/moe-host, out/moectl, out/libconformance.so)", strings.Join(missing, ", "))
-		if os.Getenv("MOE_REQUIRE_HOST") == "1" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	return b
 }
 
-func freePort(t testing.TB) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("free port: %v", err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
+func freePort(t testing.TB) int { return hosttest.FreePort(t) }
 
 // lockedBuffer collects the host's output.
 type lockedBuffer struct {

@@ -681,55 +681,16 @@ bool isIpAuthority(std::string_view host) {
 } // namespace
 
 CAPIStatus Filter::copyHeaders(ProcessorState& state, GoString* strs, char* buf) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (hasDestroyed()) return CAPIFilterIsDestroy;
-  if (!state.isProcessingInGo()) return CAPINotInGo;
-  if (state.headers == nullptr) return CAPIInvalidPhase;
-  copyHeaderMapToGo(*state.headers, strs, buf);
-  return CAPIOK;
+  return copyMapToGo(state, &ProcessorState::headers, strs, buf);
 }
 
-// GF:717-777: inline on the worker, posted from goroutines (Go keeps its own copy meanwhile).
 CAPIStatus Filter::setHeader(ProcessorState& state, std::string_view key, std::string_view value,
                              headerAction act) {
-  // Under the mutex, and the posted write too: an off-thread GetHeader/CopyHeaders (which hold
-  // it, GF:631-690) must not read the map while the worker grows it. Envoy (GF:717-777) posts
-  // the write without the lock, a race the host does not copy.
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (hasDestroyed()) return CAPIFilterIsDestroy;
-  if (!state.isProcessingInGo()) return CAPINotInGo;
-  HeaderMap* headers = state.headers;
-  if (headers == nullptr) return CAPIInvalidPhase;
-  auto apply = [headers, act](const std::string& k, const std::string& v) {
-    if (act == HeaderAdd) headers->addCopy(lowerCase(k), v);
-    else headers->setCopy(lowerCase(k), v);
-  };
-  if (isThreadSafe()) {
-    apply(std::string(key), std::string(value));
-  } else {
-    postIfAlive([this, apply, k = std::string(key), v = std::string(value)] {
-      std::lock_guard<std::mutex> lock(mutex_);
-      apply(k, v);
-    });
-  }
-  return CAPIOK;
+  return setInMap(state, &ProcessorState::headers, key, value, act);
 }
 
 CAPIStatus Filter::removeHeader(ProcessorState& state, std::string_view key) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (hasDestroyed()) return CAPIFilterIsDestroy;
-  if (!state.isProcessingInGo()) return CAPINotInGo;
-  HeaderMap* headers = state.headers;
-  if (headers == nullptr) return CAPIInvalidPhase;
-  if (isThreadSafe()) {
-    headers->remove(key);
-  } else {
-    postIfAlive([this, headers, k = std::string(key)] {
-      std::lock_guard<std::mutex> lock(mutex_);
-      headers->remove(k);
-    });
-  }
-  return CAPIOK;
+  return removeFromMap(state, &ProcessorState::headers, key);
 }
 
 CAPIStatus Filter::copyBuffer(ProcessorState& state, Buffer* buffer, char* data) {
@@ -764,28 +725,44 @@ CAPIStatus Filter::setBufferHelper(ProcessorState& state, Buffer* buffer, std::s
   return CAPIOK;
 }
 
+// Trailers work like headers on state.trailers (GF:882-997).
 CAPIStatus Filter::copyTrailers(ProcessorState& state, GoString* strs, char* buf) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (hasDestroyed()) return CAPIFilterIsDestroy;
-  if (!state.isProcessingInGo()) return CAPINotInGo;
-  if (state.trailers == nullptr) return CAPIInvalidPhase;
-  copyHeaderMapToGo(*state.trailers, strs, buf);
-  return CAPIOK;
+  return copyMapToGo(state, &ProcessorState::trailers, strs, buf);
 }
 
 CAPIStatus Filter::setTrailer(ProcessorState& state, std::string_view key, std::string_view value,
                               headerAction act) {
+  return setInMap(state, &ProcessorState::trailers, key, value, act);
+}
+
+CAPIStatus Filter::removeTrailer(ProcessorState& state, std::string_view key) {
+  return removeFromMap(state, &ProcessorState::trailers, key);
+}
+
+CAPIStatus Filter::copyMapToGo(ProcessorState& state, HeaderMap* ProcessorState::*which,
+                               GoString* strs, char* buf) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (hasDestroyed()) return CAPIFilterIsDestroy;
+  if (!state.isProcessingInGo()) return CAPINotInGo;
+  if (state.*which == nullptr) return CAPIInvalidPhase;
+  copyHeaderMapToGo(*(state.*which), strs, buf);
+  return CAPIOK;
+}
+
+// GF:717-777: inline on the worker, posted from goroutines (Go keeps its own copy meanwhile).
+CAPIStatus Filter::setInMap(ProcessorState& state, HeaderMap* ProcessorState::*which,
+                            std::string_view key, std::string_view value, headerAction act) {
   // Under the mutex, and the posted write too: an off-thread GetHeader/CopyHeaders (which hold
   // it, GF:631-690) must not read the map while the worker grows it. Envoy (GF:717-777) posts
   // the write without the lock, a race the host does not copy.
   std::lock_guard<std::mutex> lock(mutex_);
   if (hasDestroyed()) return CAPIFilterIsDestroy;
   if (!state.isProcessingInGo()) return CAPINotInGo;
-  HeaderMap* trailers = state.trailers;
-  if (trailers == nullptr) return CAPIInvalidPhase;
-  auto apply = [trailers, act](const std::string& k, const std::string& v) {
-    if (act == HeaderAdd) trailers->addCopy(lowerCase(k), v);
-    else trailers->setCopy(lowerCase(k), v);
+  HeaderMap* map = state.*which;
+  if (map == nullptr) return CAPIInvalidPhase;
+  auto apply = [map, act](const std::string& k, const std::string& v) {
+    if (act == HeaderAdd) map->addCopy(lowerCase(k), v);
+    else map->setCopy(lowerCase(k), v);
   };
   if (isThreadSafe()) {
     apply(std::string(key), std::string(value));
@@ -798,18 +775,20 @@ CAPIStatus Filter::setTrailer(ProcessorState& state, std::string_view key, std::
   return CAPIOK;
 }
 
-CAPIStatus Filter::removeTrailer(ProcessorState& state, std::string_view key) {
+// GF:781-815: removes every value; inline or posted like setInMap.
+CAPIStatus Filter::removeFromMap(ProcessorState& state, HeaderMap* ProcessorState::*which,
+                                 std::string_view key) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (hasDestroyed()) return CAPIFilterIsDestroy;
   if (!state.isProcessingInGo()) return CAPINotInGo;
-  HeaderMap* trailers = state.trailers;
-  if (trailers == nullptr) return CAPIInvalidPhase;
+  HeaderMap* map = state.*which;
+  if (map == nullptr) return CAPIInvalidPhase;
   if (isThreadSafe()) {
-    trailers->remove(key);
+    map->remove(key);
   } else {
-    postIfAlive([this, trailers, k = std::string(key)] {
+    postIfAlive([this, map, k = std::string(key)] {
       std::lock_guard<std::mutex> lock(mutex_);
-      trailers->remove(k);
+      map->remove(k);
     });
   }
   return CAPIOK;

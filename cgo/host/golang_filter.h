@@ -188,6 +188,14 @@ public:
   FilterConfig& config() { return *config_; }
 
 private:
+  // The header and trailer CAPIs differ only in which map of the state they touch.
+  CAPIStatus copyMapToGo(ProcessorState& state, HeaderMap* ProcessorState::*which, GoString* strs,
+                         char* buf);
+  CAPIStatus setInMap(ProcessorState& state, HeaderMap* ProcessorState::*which,
+                      std::string_view key, std::string_view value, headerAction act);
+  CAPIStatus removeFromMap(ProcessorState& state, HeaderMap* ProcessorState::*which,
+                           std::string_view key);
+
   // GF:242-387
   GolangStatus doHeadersGo(ProcessorState& state, HeaderMap& headers, bool end_stream);
   bool doHeaders(ProcessorState& state, HeaderMap& headers, bool end_stream);

@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/moeproxy/moe/shared/hosttest"
+	"github.com/moeproxy/moe/shared/testing/hosttest"
 )
 
 func TestDemoAnswersTheDocumentedRequests(t *testing.T) {

@@ -1,10 +1,7 @@
-// Command echo-upstream is the demo and test upstream behind moe-host and Envoy in `make run`.
-// Every request is answered with a JSON description of itself; a few paths do more:
-//
-//	/status/<code>  answer with that status code
-//	/delay/<ms>     wait first
-//	/chunked        a chunked response ending with trailer x-upstream-trailer: done
-//	/bytes/<n>      n bytes of body
+// Command echo-upstream is the demo upstream behind moe-host and Envoy in `make run`: the
+// handler of shared/testing/echo (the same one every end-to-end test uses) on an address.
+// Every request is answered with a JSON description of itself; see that package for the
+// paths that do more (/status/<code>, /delay/<ms>, /chunked, /bytes/<n>).
 package main
 
 import (
@@ -17,25 +14,28 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
+
+	"github.com/moeproxy/moe/shared/testing/echo"
 )
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:8080", "listen address")
+	name := flag.String("name", "echo", "upstream name, reported in the JSON and in x-upstream")
 	flag.Parse()
-	if err := serve(*addr); err != nil {
+	if err := serve(*addr, *name); err != nil {
 		log.Fatalf("echo-upstream: %v", err)
 	}
 }
 
-func serve(addr string) error {
+func serve(addr, name string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: newHandler(), ReadHeaderTimeout: 10 * time.Second}
-	log.Printf("echo-upstream listening on %s", ln.Addr())
+	srv := &http.Server{Handler: echo.NewHandler(name), ReadHeaderTimeout: 10 * time.Second}
+	log.Printf("echo-upstream %s listening on %s", name, ln.Addr())
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

@@ -66,9 +66,9 @@
 //   - Share request-scoped data through ctx: SetConsumer/Consumer,
 //     SetState/GetState, Var, and log with ctx.Log().
 //
-// Unit-test a plugin with shared/fakehost, which runs the real framework over a
-// fake Envoy: fakehost.NewPlugin("deny-header", `{"status":401}`) then
-// r.Do(fakehost.Request{...}) gives the status, what reached the upstream, the
+// Unit-test a plugin with shared/testing/fakeenvoy, which runs the real framework over a
+// fake Envoy: fakeenvoy.NewPlugin("deny-header", `{"status":401}`) then
+// r.Do(fakeenvoy.Request{...}) gives the status, what reached the upstream, the
 // local reply and any SDK misuse (Result.Violations).
 //
 // See shared/README.md for the full guide (porting a MOSN filter, merge rules,

@@ -4,8 +4,8 @@ import (
 	"fmt"
 
 	"github.com/moeproxy/moe/shared/api"
-	"github.com/moeproxy/moe/shared/fakehost"
 	"github.com/moeproxy/moe/shared/registry"
+	"github.com/moeproxy/moe/shared/testing/fakeenvoy"
 	"github.com/moeproxy/moe/shared/variables"
 )
 
@@ -56,21 +56,21 @@ func init() {
 }
 
 func Example() {
-	r, err := fakehost.NewPlugin("header-guard", `{"header": "x-tenant", "stamp": "$route_name:$header_x-tenant"}`)
+	r, err := fakeenvoy.NewPlugin("header-guard", `{"header": "x-tenant", "stamp": "$route_name:$header_x-tenant"}`)
 	if err != nil {
 		panic(err)
 	}
-	ok := r.Do(fakehost.Request{Headers: [][2]string{{"x-tenant", "t1"}}, RouteName: "r1"})
+	ok := r.Do(fakeenvoy.Request{Headers: [][2]string{{"x-tenant", "t1"}}, RouteName: "r1"})
 	fmt.Println(ok.Status, ok.Upstream.Headers["x-stamp"])
 
-	before := fakehost.Stats.Counter("moe_header_guard_denied_total")
-	denied := r.Do(fakehost.Request{})
-	fmt.Println(denied.Status, denied.Body, fakehost.Stats.Counter("moe_header_guard_denied_total")-before)
+	before := fakeenvoy.Stats.Counter("moe_header_guard_denied_total")
+	denied := r.Do(fakeenvoy.Request{})
+	fmt.Println(denied.Status, denied.Body, fakeenvoy.Stats.Counter("moe_header_guard_denied_total")-before)
 
-	_, err = fakehost.NewPlugin("header-guard", `{"header": "x-tenant", "status": 200}`)
+	_, err = fakeenvoy.NewPlugin("header-guard", `{"header": "x-tenant", "status": 200}`)
 	fmt.Println(err)
 
-	_, err = fakehost.NewPlugin("header-guard", `{"header": "x-tenant", "stamp": "$nope"}`)
+	_, err = fakeenvoy.NewPlugin("header-guard", `{"header": "x-tenant", "stamp": "$nope"}`)
 	fmt.Println(err != nil)
 	// Output:
 	// 200 [r1:t1]

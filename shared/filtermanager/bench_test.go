@@ -7,8 +7,8 @@ import (
 	envoy "github.com/envoyproxy/envoy/contrib/golang/common/go/api"
 
 	"github.com/moeproxy/moe/shared/api"
-	"github.com/moeproxy/moe/shared/fakehost"
 	"github.com/moeproxy/moe/shared/filtermanager"
+	"github.com/moeproxy/moe/shared/testing/fakeenvoy"
 	"github.com/moeproxy/moe/shared/variables"
 )
 
@@ -28,12 +28,12 @@ func (trivial) Append(_ api.Context, h api.ResponseHeaderMap, _ api.Buffer, _ ap
 
 func (trivial) Log(api.Context, api.RequestHeaderMap, api.ResponseHeaderMap, api.RequestInfo) {}
 
-var benchReq = fakehost.Request{Headers: [][2]string{{"x-user", "alice"}, {"user-agent", "bench"}}}
+var benchReq = fakeenvoy.Request{Headers: [][2]string{{"x-user", "alice"}, {"user-agent", "bench"}}}
 
 func runBench(b *testing.B, factory envoy.StreamFilterFactory, cfg any) {
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
-		res := fakehost.Do(factory, cfg, benchReq)
+		res := fakeenvoy.Do(factory, cfg, benchReq)
 		if res.Status != 200 {
 			b.Fatalf("status %d %v", res.Status, res.Violations)
 		}
@@ -71,11 +71,11 @@ func BenchmarkChain(b *testing.B) {
 	}
 }
 
-// BenchmarkLean is the same over fakehost.Bench, a minimal reusable fake (like
+// BenchmarkLean is the same over fakeenvoy.Bench, a minimal reusable fake (like
 // a Go mock of Envoy): the numbers are close to the framework's own cost.
 func BenchmarkLean(b *testing.B) {
 	run := func(b *testing.B, factory envoy.StreamFilterFactory, cfg any) {
-		fb := fakehost.NewBench(factory, cfg, [2]string{"x-user", "alice"})
+		fb := fakeenvoy.NewBench(factory, cfg, [2]string{"x-user", "alice"})
 		b.ReportAllocs()
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
@@ -124,7 +124,7 @@ func (streamer) AppendData(_ api.Context, c api.Buffer, _ bool) api.Status {
 // log); "async" makes all four phases asynchronous.
 func BenchmarkFourPhases(b *testing.B) {
 	run := func(b *testing.B, factory envoy.StreamFilterFactory, cfg any) {
-		fb := fakehost.NewBench(factory, cfg, [2]string{"x-user", "alice"})
+		fb := fakeenvoy.NewBench(factory, cfg, [2]string{"x-user", "alice"})
 		fb.WithBody = true
 		b.ReportAllocs()
 		b.ResetTimer()
@@ -163,13 +163,13 @@ func (r readVars) OnReceive(ctx api.Context, _ api.RequestHeaderMap, _ api.Buffe
 	return api.Continue
 }
 
-// fakehost.Bench provides a StreamInfo (route, cluster, addresses), so
+// fakeenvoy.Bench provides a StreamInfo (route, cluster, addresses), so
 // plugins reading it can be benchmarked.
 func TestBenchProvidesStreamInfo(t *testing.T) {
 	var out string
 	tpl := variables.MustCompileTemplate("$route_name|$cluster|$remote_addr|$remote_port")
 	cfg := mustChain(t, plugin(t, api.Needs{}, readVars{tpl, &out}))
-	fb := fakehost.NewBench(filtermanager.Factory, cfg)
+	fb := fakeenvoy.NewBench(filtermanager.Factory, cfg)
 	if st := fb.Run(); st != envoy.Continue {
 		t.Fatalf("status %d", st)
 	}
@@ -187,7 +187,7 @@ func BenchmarkVariables(b *testing.B) {
 	var out string
 	tpl := variables.MustCompileTemplate("$remote_addr")
 	cfg := mustChain(b, plugin(b, api.Needs{}, readVars{tpl, &out}))
-	fb := fakehost.NewBench(filtermanager.Factory, cfg)
+	fb := fakeenvoy.NewBench(filtermanager.Factory, cfg)
 	b.ReportAllocs()
 	for b.Loop() {
 		fb.Run()
@@ -212,7 +212,7 @@ func BenchmarkHeaderValues(b *testing.B) {
 	for _, n := range []int{1, 4, 64} {
 		b.Run(fmt.Sprintf("reads-%d", n), func(b *testing.B) {
 			cfg := mustChain(b, plugin(b, api.Needs{}, valuesReader{n}))
-			fb := fakehost.NewBench(filtermanager.Factory, cfg, [2]string{"x-user", "alice"})
+			fb := fakeenvoy.NewBench(filtermanager.Factory, cfg, [2]string{"x-user", "alice"})
 			b.ReportAllocs()
 			for b.Loop() {
 				if st := fb.Run(); st != envoy.Continue {
@@ -228,7 +228,7 @@ func BenchmarkHeaderValues(b *testing.B) {
 func TestHeaderValuesDoesNotAllocate(t *testing.T) {
 	allocs := func(n int) float64 {
 		cfg := mustChain(t, plugin(t, api.Needs{}, valuesReader{n}))
-		fb := fakehost.NewBench(filtermanager.Factory, cfg, [2]string{"x-user", "alice"})
+		fb := fakeenvoy.NewBench(filtermanager.Factory, cfg, [2]string{"x-user", "alice"})
 		return testing.AllocsPerRun(200, func() { fb.Run() })
 	}
 	if none, four := allocs(0), allocs(4); four != none {

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/moeproxy/moe/shared/api"
-	"github.com/moeproxy/moe/shared/fakehost"
+	"github.com/moeproxy/moe/shared/testing/fakeenvoy"
 )
 
 // headerOnly records what it was given.
@@ -29,7 +29,7 @@ func TestWholeBodyPluginGetsBodyOnceAndMayRewriteIt(t *testing.T) {
 			return api.Continue
 		}})
 		c := plugin(t, api.Needs{}, headerOnly("c", &seen))
-		res := do(t, mustChain(t, a, body, c), fakehost.Request{Method: "POST", Body: []string{"he", "llo", " world"}})
+		res := do(t, mustChain(t, a, body, c), fakeenvoy.Request{Method: "POST", Body: []string{"he", "llo", " world"}})
 		if got := strings.Join(seen, " "); got != "a:nobody body:hello world c:body" {
 			t.Errorf("block=%v: calls %q", block, got)
 		}
@@ -48,7 +48,7 @@ func TestWholeBodyPluginGetsBodyOnceAndMayRewriteIt(t *testing.T) {
 func TestHeadersOnlyChainDoesNotBufferOrTouchTheBody(t *testing.T) {
 	var seen []string
 	a := plugin(t, api.Needs{}, headerOnly("a", &seen))
-	res := do(t, mustChain(t, a), fakehost.Request{Method: "POST", Body: []string{"x", "y"}})
+	res := do(t, mustChain(t, a), fakeenvoy.Request{Method: "POST", Body: []string{"x", "y"}})
 	for _, s := range res.Statuses {
 		if strings.Contains(s, "StopAndBuffer") {
 			t.Errorf("buffered: %v", res.Statuses)
@@ -69,7 +69,7 @@ func TestWholeBodyWithTrailersRunsOnTheBody(t *testing.T) {
 		b.AppendString("!")
 		return api.Continue
 	}})
-	res := do(t, mustChain(t, p), fakehost.Request{Method: "POST", Body: []string{"ab", "c"}, Trailers: [][2]string{{"x-checksum", "42"}}})
+	res := do(t, mustChain(t, p), fakeenvoy.Request{Method: "POST", Body: []string{"ab", "c"}, Trailers: [][2]string{{"x-checksum", "42"}}})
 	if gotBody != "abc" || gotTrailers != nil {
 		t.Errorf("plugin saw body %q trailers %v", gotBody, gotTrailers)
 	}
@@ -92,7 +92,7 @@ func TestStreamingPluginSeesTrailersOnTheLastChunk(t *testing.T) {
 			return api.Continue
 		},
 	})
-	res := do(t, mustChain(t, p), fakehost.Request{Method: "POST", Body: []string{"ab"}, Trailers: [][2]string{{"x-checksum", "42"}}})
+	res := do(t, mustChain(t, p), fakeenvoy.Request{Method: "POST", Body: []string{"ab"}, Trailers: [][2]string{{"x-checksum", "42"}}})
 	if last != "|42" || res.Upstream.Trailers["x-seen"][0] != "1" || res.Upstream.Body != "ab" {
 		t.Errorf("last %q upstream %+v", last, res.Upstream)
 	}
@@ -105,7 +105,7 @@ func TestBodyOverLimitIs413(t *testing.T) {
 		return api.Continue
 	}})
 	for _, withLength := range []bool{true, false} {
-		req := fakehost.Request{Method: "POST", Body: []string{"12345"}}
+		req := fakeenvoy.Request{Method: "POST", Body: []string{"12345"}}
 		if withLength {
 			req.Headers = [][2]string{{"content-length", "5"}}
 		}
@@ -120,8 +120,8 @@ func TestResponseBodyOverLimitIs500(t *testing.T) {
 	p := plugin(t, api.Needs{ResponseBody: api.WholeBody, MaxResponseBody: 2}, sendF{func(api.Context, api.ResponseHeaderMap, api.Buffer, api.HeaderMap) api.Status {
 		return api.Continue
 	}})
-	res := do(t, mustChain(t, p), fakehost.Request{Upstream: func(*fakehost.Upstream) fakehost.Response {
-		return fakehost.Response{Status: 200, Body: []string{"too", "big"}}
+	res := do(t, mustChain(t, p), fakeenvoy.Request{Upstream: func(*fakeenvoy.Upstream) fakeenvoy.Response {
+		return fakeenvoy.Response{Status: 200, Body: []string{"too", "big"}}
 	}})
 	if res.Status != 500 {
 		t.Errorf("status %d", res.Status)
@@ -135,8 +135,8 @@ func TestWholeResponseBodyRewrite(t *testing.T) {
 			b.SetString("[" + b.String() + "]")
 			return api.Continue
 		}})
-		res := do(t, mustChain(t, p), fakehost.Request{Upstream: func(*fakehost.Upstream) fakehost.Response {
-			return fakehost.Response{Status: 201, Body: []string{"a", "b"}}
+		res := do(t, mustChain(t, p), fakeenvoy.Request{Upstream: func(*fakeenvoy.Upstream) fakeenvoy.Response {
+			return fakeenvoy.Response{Status: 201, Body: []string{"a", "b"}}
 		}})
 		if res.Status != 201 || res.Body != "[ab]" || res.Headers["x-len"][0] != "ab" {
 			t.Errorf("block=%v: got %d %q %v", block, res.Status, res.Body, res.Headers)
@@ -160,7 +160,7 @@ func testStreaming(t *testing.T, block api.Blocking) {
 			return api.Continue
 		},
 	})
-	res := do(t, mustChain(t, p), fakehost.Request{Method: "POST", Body: []string{"a", "b", "c"}})
+	res := do(t, mustChain(t, p), fakeenvoy.Request{Method: "POST", Body: []string{"a", "b", "c"}})
 	if strings.Join(chunks, ",") != "a,b,c$" || res.Upstream.Body != "ABC" {
 		t.Errorf("block=%v: chunks %q upstream %q", block, chunks, res.Upstream.Body)
 	}
@@ -183,7 +183,7 @@ func TestStreamingPluginSeesWholeBodyWhenAnotherPluginBuffers(t *testing.T) {
 		seen = append(seen, "whole:"+b.String())
 		return api.Continue
 	}})
-	res := do(t, mustChain(t, stream, whole), fakehost.Request{Method: "POST", Body: []string{"a", "b"}})
+	res := do(t, mustChain(t, stream, whole), fakeenvoy.Request{Method: "POST", Body: []string{"a", "b"}})
 	if got := strings.Join(seen, " "); got != "stream:headers stream:ab:true whole:ab+s" {
 		t.Errorf("calls %q", got)
 	}

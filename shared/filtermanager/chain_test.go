@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/moeproxy/moe/shared/api"
-	"github.com/moeproxy/moe/shared/fakehost"
+	"github.com/moeproxy/moe/shared/testing/fakeenvoy"
 )
 
 func tracer(tag string) bothF {
@@ -26,7 +26,7 @@ func TestDecodeRunsInOrderAndEncodeInReverse(t *testing.T) {
 		a := plugin(t, api.Needs{MayBlock: block}, tracer("a"))
 		b := plugin(t, api.Needs{}, tracer("b"))
 		c := plugin(t, api.Needs{MayBlock: block}, tracer("c"))
-		res := do(t, mustChain(t, a, b, c), fakehost.Request{})
+		res := do(t, mustChain(t, a, b, c), fakeenvoy.Request{})
 		if got := res.Upstream.Headers["x-trace"]; len(got) != 1 || got[0] != "a,b,c" {
 			t.Errorf("block=%v: upstream x-trace = %q, want a,b,c", block, got)
 		}
@@ -53,7 +53,7 @@ func TestPhaseRunsSyncUnlessAPluginMayBlock(t *testing.T) {
 			for _, b := range tc.blocks {
 				names = append(names, plugin(t, api.Needs{MayBlock: b}, tracer("x")))
 			}
-			res := do(t, mustChain(t, names...), fakehost.Request{})
+			res := do(t, mustChain(t, names...), fakeenvoy.Request{})
 			if res.Continues != tc.wantAsync {
 				t.Errorf("async continues = %d, want %d (statuses %v)", res.Continues, tc.wantAsync, res.Statuses)
 			}
@@ -70,7 +70,7 @@ func TestPhaseNobodyImplementsCostsNothing(t *testing.T) {
 		calls++
 		return api.Continue
 	}})
-	res := do(t, mustChain(t, r), fakehost.Request{Body: []string{"a", "b"}})
+	res := do(t, mustChain(t, r), fakeenvoy.Request{Body: []string{"a", "b"}})
 	if calls != 1 {
 		t.Fatalf("OnReceive calls = %d", calls)
 	}
@@ -89,7 +89,7 @@ func TestHeadersCopiedOncePerPhase(t *testing.T) {
 		return api.Continue
 	}}
 	names := []string{plugin(t, api.Needs{}, reader), plugin(t, api.Needs{}, reader), plugin(t, api.Needs{MayBlock: api.BlockReceive}, reader)}
-	res := do(t, mustChain(t, names...), fakehost.Request{Headers: [][2]string{{"x-a", "1"}, {"x-b", "2"}}})
+	res := do(t, mustChain(t, names...), fakeenvoy.Request{Headers: [][2]string{{"x-a", "1"}, {"x-b", "2"}}})
 	if res.HeaderCopies != 1 {
 		t.Errorf("header copies = %d, want 1", res.HeaderCopies)
 	}
@@ -147,7 +147,7 @@ func TestHeaderWritesAreCoalesced(t *testing.T) {
 					return api.Continue
 				}}))
 			}
-			res := do(t, mustChain(t, names...), fakehost.Request{Headers: [][2]string{{"x-a", "1"}}})
+			res := do(t, mustChain(t, names...), fakeenvoy.Request{Headers: [][2]string{{"x-a", "1"}}})
 			if res.HeaderWrites != tc.wantWrites {
 				t.Errorf("Envoy header writes = %d, want %d", res.HeaderWrites, tc.wantWrites)
 			}
@@ -177,7 +177,7 @@ func TestReadsSeeEarlierPluginsWrites(t *testing.T) {
 		}
 		return api.Continue
 	}})
-	res := do(t, mustChain(t, w, r), fakehost.Request{Headers: [][2]string{{"x-a", "1"}}})
+	res := do(t, mustChain(t, w, r), fakeenvoy.Request{Headers: [][2]string{{"x-a", "1"}}})
 	if strings.Join(got, " ") != "v /rewritten -" {
 		t.Errorf("second plugin saw %q", got)
 	}
@@ -207,7 +207,7 @@ func TestBeforeRouteChangesClearTheRouteCache(t *testing.T) {
 			return api.Continue
 		}})
 		// Listed AfterRoute first: BeforeRoute plugins still run first.
-		res := do(t, mustChain(t, ar, br), fakehost.Request{Router: router})
+		res := do(t, mustChain(t, ar, br), fakeenvoy.Request{Router: router})
 		wantRoute, wantClears := "main", 0
 		if mark {
 			wantRoute, wantClears = "canary", 1
@@ -227,7 +227,7 @@ func TestLongChainKeepsOrder(t *testing.T) {
 	for i, tag := range tags {
 		names = append(names, plugin(t, api.Needs{MayBlock: api.Blocking(i % 2)}, tracer(tag)))
 	}
-	res := do(t, mustChain(t, names...), fakehost.Request{})
+	res := do(t, mustChain(t, names...), fakeenvoy.Request{})
 	if got := res.Upstream.Headers["x-trace"][0]; got != strings.Join(tags, ",") {
 		t.Errorf("decode order %q", got)
 	}
@@ -262,7 +262,7 @@ func TestHeaderValuesAreStableViews(t *testing.T) {
 		check(strings.Join(h.Values("X-B"), ",") == "9", "after Set")
 		return api.Continue
 	}})
-	res := do(t, mustChain(t, p), fakehost.Request{Headers: [][2]string{{"x-b", "1"}, {"x-b", "2"}}})
+	res := do(t, mustChain(t, p), fakeenvoy.Request{Headers: [][2]string{{"x-b", "1"}, {"x-b", "2"}}})
 	for _, e := range errs {
 		t.Error(e)
 	}

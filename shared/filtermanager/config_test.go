@@ -5,9 +5,9 @@ import (
 	"testing"
 
 	"github.com/moeproxy/moe/shared/api"
-	"github.com/moeproxy/moe/shared/fakehost"
 	"github.com/moeproxy/moe/shared/filtermanager"
 	"github.com/moeproxy/moe/shared/registry"
+	"github.com/moeproxy/moe/shared/testing/fakeenvoy"
 )
 
 type tagConfig struct {
@@ -39,7 +39,7 @@ func TestPerRouteConfigMergesByName(t *testing.T) {
 	for _, n := range []string{"ma", "mb", "mc", "md"} {
 		tagPlugin(t, n)
 	}
-	base, err := fakehost.NewChain(`{"plugins":[{"name":"ma"},{"name":"mb","config":{"tag":"B"}},{"name":"mc","disabled":true}]}`)
+	base, err := fakeenvoy.NewChain(`{"plugins":[{"name":"ma"},{"name":"mb","config":{"tag":"B"}},{"name":"mc","disabled":true}]}`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestPerRouteConfigMergesByName(t *testing.T) {
 				t.Fatalf("%s: %v", tc.route, err)
 			}
 		}
-		res := r.Do(fakehost.Request{})
+		res := r.Do(fakeenvoy.Request{})
 		if got := strings.Join(res.Upstream.Headers["x-trace"], ""); got != tc.want {
 			t.Errorf("route %s: trace %q, want %q", tc.route, got, tc.want)
 		}
@@ -67,11 +67,11 @@ func TestPerRouteConfigMergesByName(t *testing.T) {
 func TestInvalidConfigIsRejectedAsAWhole(t *testing.T) {
 	tagPlugin(t, "ra")
 	tagPlugin(t, "rb")
-	_, err := fakehost.ParseFilter(filtermanager.Parser{}, `{"plugins":[{"name":"ra"},{"name":"rb","config":{"tag":""}}]}`)
+	_, err := fakeenvoy.ParseFilter(filtermanager.Parser{}, `{"plugins":[{"name":"ra"},{"name":"rb","config":{"tag":""}}]}`)
 	if err == nil || !strings.Contains(err.Error(), `plugin "rb": field tag: must not be empty`) {
 		t.Errorf("error %v", err)
 	}
-	if _, err := fakehost.ParseRoute(filtermanager.Parser{}, `{"plugins":[{"name":"rb","config":{"tga":"x"}}]}`); err == nil {
+	if _, err := fakeenvoy.ParseRoute(filtermanager.Parser{}, `{"plugins":[{"name":"rb","config":{"tga":"x"}}]}`); err == nil {
 		t.Error("bad route config accepted")
 	}
 }
@@ -79,19 +79,19 @@ func TestInvalidConfigIsRejectedAsAWhole(t *testing.T) {
 func TestEachPluginIsAlsoItsOwnFilter(t *testing.T) {
 	tagPlugin(t, "solo")
 	p, _ := registry.Get("solo")
-	cfg, err := fakehost.ParseFilter(filtermanager.PluginParser{Plugin: p}, `{"tag":"S"}`)
+	cfg, err := fakeenvoy.ParseFilter(filtermanager.PluginParser{Plugin: p}, `{"tag":"S"}`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := do(t, cfg, fakehost.Request{})
+	res := do(t, cfg, fakeenvoy.Request{})
 	if res.Upstream.Headers["x-trace"][0] != "S" {
 		t.Errorf("trace %v", res.Upstream.Headers["x-trace"])
 	}
-	route, err := fakehost.ParseRoute(filtermanager.PluginParser{Plugin: p}, `{"tag":"R"}`)
+	route, err := fakeenvoy.ParseRoute(filtermanager.PluginParser{Plugin: p}, `{"tag":"R"}`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res = do(t, filtermanager.PluginParser{Plugin: p}.Merge(cfg, route), fakehost.Request{})
+	res = do(t, filtermanager.PluginParser{Plugin: p}.Merge(cfg, route), fakeenvoy.Request{})
 	if res.Upstream.Headers["x-trace"][0] != "R" {
 		t.Errorf("route trace %v", res.Upstream.Headers["x-trace"])
 	}
@@ -106,7 +106,7 @@ func TestPanicWhileParsingIsARejection(t *testing.T) {
 		return &tagConfig{}
 	}, Factory: func(any) api.Filter { return nil }})
 	t.Cleanup(func() { registry.Unregister("parse-panic") })
-	if _, err := fakehost.ParseFilter(filtermanager.Parser{}, `{"plugins":[{"name":"parse-panic"}]}`); err == nil {
+	if _, err := fakeenvoy.ParseFilter(filtermanager.Parser{}, `{"plugins":[{"name":"parse-panic"}]}`); err == nil {
 		t.Error("accepted")
 	}
 }

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/moeproxy/moe/shared/api"
-	"github.com/moeproxy/moe/shared/fakehost"
+	"github.com/moeproxy/moe/shared/testing/fakeenvoy"
 )
 
 func TestContextSharesConsumerStateAndVariablesAcrossPlugins(t *testing.T) {
@@ -38,7 +38,7 @@ func TestContextSharesConsumerStateAndVariablesAcrossPlugins(t *testing.T) {
 		}},
 		destroyF{func() {}},
 	})
-	res := do(t, mustChain(t, auth, later), fakehost.Request{Path: "/p", Headers: [][2]string{{"x-request-id", "rid-7"}}})
+	res := do(t, mustChain(t, auth, later), fakeenvoy.Request{Path: "/p", Headers: [][2]string{{"x-request-id", "rid-7"}}})
 	if res.Status != 200 {
 		t.Fatal(res.Status)
 	}
@@ -46,7 +46,7 @@ func TestContextSharesConsumerStateAndVariablesAcrossPlugins(t *testing.T) {
 	if strings.Join(got, " ") != want {
 		t.Errorf("got  %q\nwant %q", strings.Join(got, " "), want)
 	}
-	if lines := fakehost.Logs("[moe][" + auth + "][rid-7] authenticated alice"); len(lines) != 1 {
-		t.Errorf("tagged log line not found: %v", fakehost.Logs(auth))
+	if lines := fakeenvoy.Logs("[moe][" + auth + "][rid-7] authenticated alice"); len(lines) != 1 {
+		t.Errorf("tagged log line not found: %v", fakeenvoy.Logs(auth))
 	}
 }

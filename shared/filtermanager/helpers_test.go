@@ -7,9 +7,9 @@ import (
 	"testing"
 
 	"github.com/moeproxy/moe/shared/api"
-	"github.com/moeproxy/moe/shared/fakehost"
 	"github.com/moeproxy/moe/shared/filtermanager"
 	"github.com/moeproxy/moe/shared/registry"
+	"github.com/moeproxy/moe/shared/testing/fakeenvoy"
 )
 
 type recvFn func(ctx api.Context, h api.RequestHeaderMap, body api.Buffer, tr api.HeaderMap) api.Status
@@ -90,16 +90,16 @@ func chainJSON(names ...string) string {
 
 func mustChain(t testing.TB, names ...string) any {
 	t.Helper()
-	cfg, err := fakehost.ParseFilter(filtermanager.Parser{}, chainJSON(names...))
+	cfg, err := fakeenvoy.ParseFilter(filtermanager.Parser{}, chainJSON(names...))
 	if err != nil {
 		t.Fatalf("parse: %v", err)
 	}
 	return cfg
 }
 
-func do(t testing.TB, cfg any, req fakehost.Request) *fakehost.Result {
+func do(t testing.TB, cfg any, req fakeenvoy.Request) *fakeenvoy.Result {
 	t.Helper()
-	res := fakehost.Do(filtermanager.Factory, cfg, req)
+	res := fakeenvoy.Do(filtermanager.Factory, cfg, req)
 	if len(res.Violations) > 0 {
 		t.Errorf("SDK violations: %q", res.Violations)
 	}

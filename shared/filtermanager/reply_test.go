@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/moeproxy/moe/shared/api"
-	"github.com/moeproxy/moe/shared/fakehost"
+	"github.com/moeproxy/moe/shared/testing/fakeenvoy"
 )
 
 func TestHijackReplyStopsTheChainAndRunsSenders(t *testing.T) {
@@ -25,7 +25,7 @@ func TestHijackReplyStopsTheChainAndRunsSenders(t *testing.T) {
 			h.Set("x-sender", "ran")
 			return api.Continue
 		}})
-		res := do(t, mustChain(t, cors, deny, next), fakehost.Request{})
+		res := do(t, mustChain(t, cors, deny, next), fakeenvoy.Request{})
 		if res.Status != 403 || res.Body != "denied" || after || res.Upstream != nil {
 			t.Errorf("block=%v: status %d body %q after=%v upstream=%v", block, res.Status, res.Body, after, res.Upstream)
 		}
@@ -42,7 +42,7 @@ func TestStopWithoutReplyIs500NamingThePlugin(t *testing.T) {
 	bad := plugin(t, api.Needs{}, recvF{func(api.Context, api.RequestHeaderMap, api.Buffer, api.HeaderMap) api.Status {
 		return api.Stop
 	}})
-	res := do(t, mustChain(t, bad), fakehost.Request{})
+	res := do(t, mustChain(t, bad), fakeenvoy.Request{})
 	if res.Status != 500 || !strings.Contains(res.Body, bad) {
 		t.Errorf("status %d body %q", res.Status, res.Body)
 	}
@@ -56,7 +56,7 @@ func TestSenderCanReplaceTheResponse(t *testing.T) {
 		}
 		return api.Continue
 	}})
-	res := do(t, mustChain(t, p), fakehost.Request{Upstream: func(*fakehost.Upstream) fakehost.Response { return fakehost.Response{Status: 502} }})
+	res := do(t, mustChain(t, p), fakeenvoy.Request{Upstream: func(*fakeenvoy.Upstream) fakeenvoy.Response { return fakeenvoy.Response{Status: 502} }})
 	if res.Status != 503 || res.Body != "try later" {
 		t.Errorf("got %d %q", res.Status, res.Body)
 	}
@@ -67,7 +67,7 @@ func TestDirectResponseUsesStatusHeader(t *testing.T) {
 		ctx.Receiver().SendDirectResponse(api.NewHeaders(":status", "204", "x-direct", "1"), nil, nil)
 		return api.Stop
 	}})
-	res := do(t, mustChain(t, p), fakehost.Request{})
+	res := do(t, mustChain(t, p), fakeenvoy.Request{})
 	if res.Status != 204 || res.Headers["x-direct"][0] != "1" {
 		t.Errorf("got %d %v", res.Status, res.Headers)
 	}
@@ -80,7 +80,7 @@ func TestSecondReplyInAPhaseIsRefused(t *testing.T) {
 		second = ctx.Receiver().SendHijackReply(402, nil)
 		return api.Stop
 	}})
-	res := do(t, mustChain(t, p), fakehost.Request{})
+	res := do(t, mustChain(t, p), fakeenvoy.Request{})
 	if res.Status != 401 || second == nil {
 		t.Errorf("status %d second reply err %v", res.Status, second)
 	}
@@ -96,7 +96,7 @@ func TestUpstreamOverrideHostIsAfterChooseHost(t *testing.T) {
 		}
 		return api.Continue
 	}})
-	res := do(t, mustChain(t, p), fakehost.Request{})
+	res := do(t, mustChain(t, p), fakeenvoy.Request{})
 	if res.Upstream.OverrideHost != "10.1.2.3:8080" {
 		t.Errorf("override %q", res.Upstream.OverrideHost)
 	}

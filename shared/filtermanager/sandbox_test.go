@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/moeproxy/moe/shared/api"
-	"github.com/moeproxy/moe/shared/fakehost"
 	"github.com/moeproxy/moe/shared/metrics"
+	"github.com/moeproxy/moe/shared/testing/fakeenvoy"
 )
 
 func TestPanicInAnyPhaseEndsOnlyThatRequestWith500(t *testing.T) {
@@ -64,9 +64,9 @@ func TestPanicInAnyPhaseEndsOnlyThatRequestWith500(t *testing.T) {
 				}
 			}
 			p := plugin(t, tc.needs, f)
-			before := fakehost.Stats.Counter(metrics.Prefix(p) + "panics_total")
-			total := fakehost.Stats.Counter("moe_panics_total")
-			res := do(t, mustChain(t, p), fakehost.Request{Method: "POST", Body: []string{"x"}})
+			before := fakeenvoy.Stats.Counter(metrics.Prefix(p) + "panics_total")
+			total := fakeenvoy.Stats.Counter("moe_panics_total")
+			res := do(t, mustChain(t, p), fakeenvoy.Request{Method: "POST", Body: []string{"x"}})
 			if tc.replies {
 				if res.Status != 500 || !strings.Contains(res.Body, p) || strings.Contains(res.Body, secret) {
 					t.Errorf("status %d body %q: want 500 naming %s without the panic text", res.Status, res.Body, p)
@@ -77,18 +77,18 @@ func TestPanicInAnyPhaseEndsOnlyThatRequestWith500(t *testing.T) {
 			} else if res.Status != 200 {
 				t.Errorf("status %d, want 200 (panic after the response)", res.Status)
 			}
-			if got := fakehost.Stats.Counter(metrics.Prefix(p) + "panics_total"); got != before+1 {
+			if got := fakeenvoy.Stats.Counter(metrics.Prefix(p) + "panics_total"); got != before+1 {
 				t.Errorf("plugin panic metric %d -> %d", before, got)
 			}
-			if got := fakehost.Stats.Counter("moe_panics_total"); got <= total {
+			if got := fakeenvoy.Stats.Counter("moe_panics_total"); got <= total {
 				t.Errorf("moe_panics_total did not grow")
 			}
-			if lines := fakehost.Logs(secret); len(lines) != 1 || !strings.Contains(lines[0], "goroutine") {
+			if lines := fakeenvoy.Logs(secret); len(lines) != 1 || !strings.Contains(lines[0], "goroutine") {
 				t.Errorf("want one log line with the stack, got %d", len(lines))
 			}
 			// The next request through the same config works.
 			other := plugin(t, api.Needs{}, tracer("ok"))
-			if r2 := do(t, mustChain(t, other), fakehost.Request{}); r2.Status != 200 {
+			if r2 := do(t, mustChain(t, other), fakeenvoy.Request{}); r2.Status != 200 {
 				t.Errorf("next request: %d", r2.Status)
 			}
 		})
@@ -99,18 +99,18 @@ func TestLogAndDestroyRunExactlyOncePerPlugin(t *testing.T) {
 	cases := []struct {
 		name string
 		recv recvFn
-		req  fakehost.Request
+		req  fakeenvoy.Request
 	}{
-		{"normal", nil, fakehost.Request{}},
+		{"normal", nil, fakeenvoy.Request{}},
 		{"local reply", func(ctx api.Context, _ api.RequestHeaderMap, _ api.Buffer, _ api.HeaderMap) api.Status {
 			ctx.Receiver().SendHijackReply(401, nil)
 			return api.Stop
-		}, fakehost.Request{}},
-		{"panic", func(api.Context, api.RequestHeaderMap, api.Buffer, api.HeaderMap) api.Status { panic("boom") }, fakehost.Request{}},
+		}, fakeenvoy.Request{}},
+		{"panic", func(api.Context, api.RequestHeaderMap, api.Buffer, api.HeaderMap) api.Status { panic("boom") }, fakeenvoy.Request{}},
 		{"client abort while async", func(ctx api.Context, _ api.RequestHeaderMap, _ api.Buffer, _ api.HeaderMap) api.Status {
 			<-ctx.Done()
 			return api.Continue
-		}, fakehost.Request{AbortAt: fakehost.DecodeHeaders}},
+		}, fakeenvoy.Request{AbortAt: fakeenvoy.DecodeHeaders}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -230,7 +230,7 @@ func TestStrayGoroutinesGetTypedErrors(t *testing.T) {
 	}})
 	cfg := mustChain(t, s, p)
 	for i := 0; i < 5; i++ {
-		res := do(t, cfg, fakehost.Request{Method: "POST", Body: []string{"b"}, Headers: [][2]string{{"x-a", "1"}}})
+		res := do(t, cfg, fakeenvoy.Request{Method: "POST", Body: []string{"b"}, Headers: [][2]string{{"x-a", "1"}}})
 		if res.Status != 200 {
 			t.Fatalf("status %d", res.Status)
 		}
@@ -256,7 +256,7 @@ func TestGoroutineOutlivingRequestFailsCleanly(t *testing.T) {
 		kept, keptCtx = h, ctx
 		return api.Continue
 	}})
-	res := do(t, mustChain(t, p), fakehost.Request{})
+	res := do(t, mustChain(t, p), fakeenvoy.Request{})
 	if !res.Destroyed {
 		t.Fatal("not destroyed")
 	}
@@ -298,7 +298,7 @@ func TestClientAbortDuringAsyncPhase(t *testing.T) {
 		}
 		return api.Continue
 	}})
-	res := do(t, mustChain(t, p), fakehost.Request{AbortAt: fakehost.DecodeHeaders})
+	res := do(t, mustChain(t, p), fakeenvoy.Request{AbortAt: fakeenvoy.DecodeHeaders})
 	<-finished
 	time.Sleep(20 * time.Millisecond) // the chain goroutine must not Continue a destroyed stream
 	if !res.Aborted || !sawDone.Load() || res.Upstream != nil {
@@ -332,7 +332,7 @@ func TestConcurrentRequestsShareTheChainSafely(t *testing.T) {
 		go func(i int) {
 			defer wg.Done()
 			body := strings.Repeat("x", i)
-			res := do(t, cfg, fakehost.Request{Method: "POST", Body: []string{body, "!"}})
+			res := do(t, cfg, fakeenvoy.Request{Method: "POST", Body: []string{body, "!"}})
 			if res.Status != 200 || res.Headers["x-n"][0] != fmt.Sprint(i+1) || res.Upstream.Headers["x-trace"][0] != "a,b" {
 				t.Errorf("request %d: %d %v", i, res.Status, res.Headers)
 			}

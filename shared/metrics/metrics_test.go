@@ -6,8 +6,8 @@ import (
 
 	envoy "github.com/envoyproxy/envoy/contrib/golang/common/go/api"
 
-	"github.com/moeproxy/moe/shared/fakehost"
 	"github.com/moeproxy/moe/shared/metrics"
+	"github.com/moeproxy/moe/shared/testing/fakeenvoy"
 )
 
 // Metrics are process-global: each run uses its own names so -count=N works.
@@ -29,10 +29,10 @@ func TestPluginMetricsArePrefixedAndReachEnvoy(t *testing.T) {
 	h.Record(5)
 	h.Record(50)
 	h.Record(500)
-	if v := fakehost.Stats.Counter(p + "hits_total"); v != 3 {
+	if v := fakeenvoy.Stats.Counter(p + "hits_total"); v != 3 {
 		t.Errorf("counter %d", v)
 	}
-	if v := fakehost.Stats.Gauge(p + "inflight"); v != 3 || g.Get() != 3 {
+	if v := fakeenvoy.Stats.Gauge(p + "inflight"); v != 3 || g.Get() != 3 {
 		t.Errorf("gauge %d", v)
 	}
 	for name, want := range map[string]uint64{
@@ -42,7 +42,7 @@ func TestPluginMetricsArePrefixedAndReachEnvoy(t *testing.T) {
 		p + "latency_ms_sum":           555,
 		p + "latency_ms_count":         3,
 	} {
-		if v := fakehost.Stats.Counter(name); v != want {
+		if v := fakeenvoy.Stats.Counter(name); v != want {
 			t.Errorf("%s = %d, want %d", name, v, want)
 		}
 	}
@@ -52,10 +52,10 @@ func TestMetricsDefinedBeforeBindAreKept(t *testing.T) {
 	run++
 	name := uniq("moe_test_early_total")
 	c := metrics.Counter(name)
-	c.Inc(2) // fakehost bound already, still must count
-	metrics.Bind(fakehost.Stats)
+	c.Inc(2) // fakeenvoy bound already, still must count
+	metrics.Bind(fakeenvoy.Stats)
 	c.Inc(1)
-	if v := fakehost.Stats.Counter(name); v != 3 {
+	if v := fakeenvoy.Stats.Counter(name); v != 3 {
 		t.Errorf("got %d", v)
 	}
 }
@@ -82,12 +82,12 @@ func TestMetricsSurviveADroppedEnvoyConfig(t *testing.T) {
 	if g.Get() != 4 {
 		t.Errorf("gauge kept in Go: %d", g.Get())
 	}
-	metrics.Bind(fakehost.Stats)
+	metrics.Bind(fakeenvoy.Stats)
 	c.Inc(1)
-	if v := fakehost.Stats.Counter(cn); v != 3 {
+	if v := fakeenvoy.Stats.Counter(cn); v != 3 {
 		t.Errorf("counter %d, want 3 (2 kept while unbound)", v)
 	}
-	if v := fakehost.Stats.Gauge(gn); v != 4 {
+	if v := fakeenvoy.Stats.Gauge(gn); v != 4 {
 		t.Errorf("gauge %d", v)
 	}
 }

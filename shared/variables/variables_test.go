@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/moeproxy/moe/shared/api"
-	"github.com/moeproxy/moe/shared/fakehost"
 	"github.com/moeproxy/moe/shared/registry"
+	"github.com/moeproxy/moe/shared/testing/fakeenvoy"
 	"github.com/moeproxy/moe/shared/variables"
 )
 
@@ -29,11 +29,11 @@ func TestBuiltinsRenderForARequest(t *testing.T) {
 		"$header_X-User $arg_q $arg_missing $cookie_sid ${query}! $$ $request_id")
 	registry.Register(registry.Plugin{Name: "vars-grab", Factory: func(any) api.Filter { return grab{tpl, &out} }})
 	t.Cleanup(func() { registry.Unregister("vars-grab") })
-	r, err := fakehost.NewPlugin("vars-grab", nil)
+	r, err := fakeenvoy.NewPlugin("vars-grab", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := r.Do(fakehost.Request{
+	res := r.Do(fakeenvoy.Request{
 		Path:      "/a/b?q=hello%20w&x=1",
 		Headers:   [][2]string{{"x-user", "u1"}, {"cookie", "a=1; sid=\"s2\""}, {"x-request-id", "rid-1"}},
 		RouteName: "r1", Cluster: "c1",
@@ -54,7 +54,7 @@ func TestRemoteAddrIsTheIPWithoutPort(t *testing.T) {
 	tpl := variables.MustCompileTemplate("$remote_addr|$remote_port")
 	registry.Register(registry.Plugin{Name: "vars-remote", Factory: func(any) api.Filter { return grab{tpl, &out} }})
 	t.Cleanup(func() { registry.Unregister("vars-remote") })
-	r, err := fakehost.NewPlugin("vars-remote", nil)
+	r, err := fakeenvoy.NewPlugin("vars-remote", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestRemoteAddrIsTheIPWithoutPort(t *testing.T) {
 		"2001:db8::1":      "2001:db8::1|",
 		"/run/envoy.sock":  "/run/envoy.sock|",
 	} {
-		if res := r.Do(fakehost.Request{RemoteAddr: addr}); len(res.Violations) > 0 {
+		if res := r.Do(fakeenvoy.Request{RemoteAddr: addr}); len(res.Violations) > 0 {
 			t.Fatal(res.Violations)
 		}
 		if out != want {
@@ -108,7 +108,7 @@ func TestRenderCompleteReportsMissingParts(t *testing.T) {
 		})
 	}})
 	t.Cleanup(func() { registry.Unregister("vars-complete") })
-	r, err := fakehost.NewPlugin("vars-complete", nil)
+	r, err := fakeenvoy.NewPlugin("vars-complete", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func TestRenderCompleteReportsMissingParts(t *testing.T) {
 		{[][2]string{{"x-user", ""}}, "r1:=false =false lit=true"},
 		{[][2]string{{"x-user", "u"}}, "r1:u=true u=true lit=true"},
 	} {
-		r.Do(fakehost.Request{Headers: tc.hdrs, RouteName: "r1"})
+		r.Do(fakeenvoy.Request{Headers: tc.hdrs, RouteName: "r1"})
 		if s := strings.Join(got, " "); s != tc.want {
 			t.Errorf("headers %v: got %q, want %q", tc.hdrs, s, tc.want)
 		}

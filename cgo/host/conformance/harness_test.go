@@ -29,14 +29,14 @@ import (
 	"text/template"
 	"time"
 
-	"github.com/moeproxy/moe/shared/hosttest"
+	"github.com/moeproxy/moe/shared/testing/hosttest"
 )
 
 type binaries struct {
 	out, host, moectl, lib string
 }
 
-// findBinaries locates the host, moectl and the plugin library through shared/hosttest
+// findBinaries locates the host, moectl and the plugin library through shared/testing/hosttest
 // (MOE_OUT, MOE_HOST_BIN), skipping (or failing when MOE_REQUIRE_HOST=1) when one is missing.
 func findBinaries(t testing.TB) binaries {
 	t.Helper()

@@ -3,8 +3,8 @@ package basicauth
 import (
 	"testing"
 
-	"github.com/moeproxy/moe/shared/fakehost"
 	"github.com/moeproxy/moe/shared/filtermanager"
+	"github.com/moeproxy/moe/shared/testing/fakeenvoy"
 )
 
 // bcrypt (cost 4) of "alice-pw", so the framework runs the phase async.
@@ -13,7 +13,7 @@ const chainJSON = `{"plugins":[{"name":"basic-auth","config":{"hide_credentials"
 	{"name":"bob","password":"bob-pw"}]}}]}`
 
 func TestThroughFramework(t *testing.T) {
-	cfg := fakehost.MustParseChain(t, chainJSON)
+	cfg := fakeenvoy.MustParseChain(t, chainJSON)
 	for _, tc := range []struct {
 		auth   string
 		status int
@@ -24,11 +24,11 @@ func TestThroughFramework(t *testing.T) {
 		{basic("alice:wrong"), 401, ""},
 		{"", 401, ""},
 	} {
-		req := fakehost.Request{}
+		req := fakeenvoy.Request{}
 		if tc.auth != "" {
 			req.Headers = [][2]string{{"authorization", tc.auth}}
 		}
-		res := fakehost.Do(filtermanager.Factory, cfg, req)
+		res := fakeenvoy.Do(filtermanager.Factory, cfg, req)
 		if res.Status != tc.status || len(res.Violations) > 0 {
 			t.Fatalf("%q: status %d violations %v body %q", tc.auth, res.Status, res.Violations, res.Body)
 		}
@@ -46,15 +46,15 @@ func TestThroughFramework(t *testing.T) {
 }
 
 func BenchmarkChain(b *testing.B) {
-	b.Run("baseline-passthrough", fakehost.BenchPassThrough)
-	plain := fakehost.MustParseChain(b, `{"plugins":[{"name":"basic-auth","config":{"consumers":[{"name":"bob","password":"bob-pw"}]}}]}`)
+	b.Run("baseline-passthrough", fakeenvoy.BenchPassThrough)
+	plain := fakeenvoy.MustParseChain(b, `{"plugins":[{"name":"basic-auth","config":{"consumers":[{"name":"bob","password":"bob-pw"}]}}]}`)
 	b.Run("basic-auth-plain", func(b *testing.B) {
-		fakehost.BenchChain(b, plain, [2]string{"authorization", basic("bob:bob-pw")})
+		fakeenvoy.BenchChain(b, plain, [2]string{"authorization", basic("bob:bob-pw")})
 	})
-	hashed := fakehost.MustParseChain(b, chainJSON)
+	hashed := fakeenvoy.MustParseChain(b, chainJSON)
 	// Hashed config: the phase runs in a goroutine (MayBlock); a hot credential
 	// comes from the verified cache.
 	b.Run("basic-auth-bcrypt-cached-async", func(b *testing.B) {
-		fakehost.BenchChain(b, hashed, [2]string{"authorization", basic("alice:alice-pw")})
+		fakeenvoy.BenchChain(b, hashed, [2]string{"authorization", basic("alice:alice-pw")})
 	})
 }

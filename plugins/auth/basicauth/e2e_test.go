@@ -7,7 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/moeproxy/moe/shared/hosttest"
+	"github.com/moeproxy/moe/shared/testing/hosttest"
 )
 
 const challenge = `Basic realm="example", charset="UTF-8"`
@@ -27,7 +27,7 @@ func TestE2EExample(t *testing.T) {
 			t.Fatalf("%s: %d %q", user, resp.StatusCode, body)
 		}
 		e := hosttest.DecodeEcho(t, resp)
-		if e.Header("x-consumer-name") != user || len(e.Headers["X-Consumer-Name"]) != 1 || e.Header("authorization") != "" {
+		if e.Header("x-consumer-name") != user || len(e.Values("X-Consumer-Name")) != 1 || e.Header("authorization") != "" {
 			t.Fatalf("%s upstream headers: %v", user, e.Headers)
 		}
 	}

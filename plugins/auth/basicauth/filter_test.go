@@ -14,7 +14,7 @@ import (
 
 	"github.com/moeproxy/moe/plugins/auth/internal/authn"
 	"github.com/moeproxy/moe/shared/api"
-	"github.com/moeproxy/moe/shared/plugintest"
+	"github.com/moeproxy/moe/shared/testing/fakeframework"
 )
 
 func basic(userpass string) string {
@@ -91,7 +91,7 @@ func TestBasicAuthRequests(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			req := plugintest.NewRequest("GET", "/")
+			req := fakeframework.NewRequest("GET", "/")
 			for _, a := range tt.auth {
 				req.Add("authorization", a)
 			}
@@ -128,7 +128,7 @@ func TestBasicAuthRequests(t *testing.T) {
 
 func TestHideCredentialsAndRealm(t *testing.T) {
 	c, _ := mustParse(t, testConfig(t, map[string]any{"hide_credentials": true, "realm": "staff area", "consumer_header": "x-user"}))
-	req := plugintest.NewRequest("GET", "/", "authorization", basic("alice:alice-pw"), "x-user", "root")
+	req := fakeframework.NewRequest("GET", "/", "authorization", basic("alice:alice-pw"), "x-user", "root")
 	ctx, st := run(c, req)
 	if st != api.Continue {
 		t.Fatalf("got %v %+v", st, ctx.Replied)
@@ -139,7 +139,7 @@ func TestHideCredentialsAndRealm(t *testing.T) {
 	if vs := req.Values("x-user"); len(vs) != 1 || vs[0] != "alice" {
 		t.Fatalf("x-user %v", vs)
 	}
-	ctx, _ = run(c, plugintest.NewRequest("GET", "/"))
+	ctx, _ = run(c, fakeframework.NewRequest("GET", "/"))
 	if ch := ctx.Replied.Header("www-authenticate"); ch != `Basic realm="staff area", charset="UTF-8"` {
 		t.Fatalf("challenge %q", ch)
 	}
@@ -147,15 +147,15 @@ func TestHideCredentialsAndRealm(t *testing.T) {
 
 func TestAnonymous(t *testing.T) {
 	c, env := mustParse(t, testConfig(t, map[string]any{"anonymous_consumer": "guest"}))
-	ctx, st := run(c, plugintest.NewRequest("GET", "/"))
+	ctx, st := run(c, fakeframework.NewRequest("GET", "/"))
 	if st != api.Continue || !authn.IsAnonymous(ctx.Consumer()) {
 		t.Fatalf("no credentials: %v %+v", st, ctx.Replied)
 	}
-	ctx, st = run(c, plugintest.NewRequest("GET", "/", "authorization", "Bearer x"))
+	ctx, st = run(c, fakeframework.NewRequest("GET", "/", "authorization", "Bearer x"))
 	if st != api.Continue || !authn.IsAnonymous(ctx.Consumer()) {
 		t.Fatalf("other scheme: %v %+v", st, ctx.Replied)
 	}
-	if _, st = run(c, plugintest.NewRequest("GET", "/", "authorization", basic("alice:nope"))); st != api.Stop {
+	if _, st = run(c, fakeframework.NewRequest("GET", "/", "authorization", basic("alice:nope"))); st != api.Stop {
 		t.Fatal("wrong password must stay refused with anonymous access on")
 	}
 	if env.Count("anonymous") != 2 || env.Count("denied_invalid") != 1 {
@@ -271,10 +271,10 @@ func TestPerRouteAnonymousKeepsParentUsers(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := merge(parent, route).(*Config)
-	if ctx, st := run(m, plugintest.NewRequest("GET", "/")); st != api.Continue || ctx.Consumer().Name != "guest" {
+	if ctx, st := run(m, fakeframework.NewRequest("GET", "/")); st != api.Continue || ctx.Consumer().Name != "guest" {
 		t.Fatalf("route anonymous: %v", st)
 	}
-	if ctx, st := run(m, plugintest.NewRequest("GET", "/", "authorization", basic("alice:alice-pw"))); st != api.Continue || ctx.Consumer().Name != "alice" {
+	if ctx, st := run(m, fakeframework.NewRequest("GET", "/", "authorization", basic("alice:alice-pw"))); st != api.Continue || ctx.Consumer().Name != "alice" {
 		t.Fatalf("parent users on route: %v", st)
 	}
 	if m.Needs().MayBlock == 0 {
@@ -287,10 +287,10 @@ func TestRouteOnlyConfigWithoutConsumersRefuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ctx, st := run(c, plugintest.NewRequest("GET", "/", "authorization", basic("alice:alice-pw"))); st != api.Stop || ctx.Replied.Code != 401 {
+	if ctx, st := run(c, fakeframework.NewRequest("GET", "/", "authorization", basic("alice:alice-pw"))); st != api.Stop || ctx.Replied.Code != 401 {
 		t.Fatalf("got %v", st)
 	}
-	if ctx, st := run(c, plugintest.NewRequest("GET", "/")); st != api.Continue || ctx.Consumer().Name != "guest" {
+	if ctx, st := run(c, fakeframework.NewRequest("GET", "/")); st != api.Continue || ctx.Consumer().Name != "guest" {
 		t.Fatalf("got %v", st)
 	}
 }

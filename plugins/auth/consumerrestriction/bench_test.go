@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/moeproxy/moe/shared/api"
-	"github.com/moeproxy/moe/shared/plugintest"
+	"github.com/moeproxy/moe/shared/testing/fakeframework"
 )
 
 // BenchmarkOnReceive: per-request cost against a pass-through filter run
@@ -34,7 +34,7 @@ func BenchmarkOnReceive(b *testing.B) {
 				c, _ := parse(b, tc.config)
 				f = filterOf(c)
 			}
-			ctx := plugintest.NewContext(Name, plugintest.NewRequest(tc.method, tc.path))
+			ctx := fakeframework.NewContext(Name, fakeframework.NewRequest(tc.method, tc.path))
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {

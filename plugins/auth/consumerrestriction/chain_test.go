@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	_ "github.com/moeproxy/moe/plugins/auth/keyauth" // the auth plugin chained before
-	"github.com/moeproxy/moe/shared/fakehost"
+	"github.com/moeproxy/moe/shared/testing/fakeenvoy"
 )
 
 const chainJSON = `{"plugins":[
@@ -17,19 +17,19 @@ const chainJSON = `{"plugins":[
 		{"action":"deny","consumers":["*"],"paths":["/admin/*"]}]}}]}`
 
 // TestThroughFramework chains the plugin after key-auth inside the real moe
-// filter manager over the fake Envoy (shared/fakehost).
+// filter manager over the fake Envoy (shared/testing/fakeenvoy).
 func TestThroughFramework(t *testing.T) {
-	r, err := fakehost.NewChain(chainJSON)
+	r, err := fakeenvoy.NewChain(chainJSON)
 	if err != nil {
 		t.Fatal(err)
 	}
-	only, err := fakehost.NewPlugin(Name, `{"rules":[{"consumers":["*"]}]}`)
+	only, err := fakeenvoy.NewPlugin(Name, `{"rules":[{"consumers":["*"]}]}`)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cases := []struct {
 		name         string
-		r            *fakehost.Runner
+		r            *fakeenvoy.Runner
 		method, path string
 		key          string
 		want         int
@@ -44,7 +44,7 @@ func TestThroughFramework(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			req := fakehost.Request{Method: tc.method, Path: tc.path}
+			req := fakeenvoy.Request{Method: tc.method, Path: tc.path}
 			if tc.key != "" {
 				req.Headers = [][2]string{{"apikey", tc.key}}
 			}
@@ -63,9 +63,9 @@ func TestThroughFramework(t *testing.T) {
 // manager: key-auth alone against key-auth + consumer-restriction.
 func BenchmarkChain(b *testing.B) {
 	key := [2]string{"apikey", "alice-secret-key"}
-	b.Run("baseline-envoy-passthrough", fakehost.BenchPassThrough)
+	b.Run("baseline-envoy-passthrough", fakeenvoy.BenchPassThrough)
 	b.Run("baseline-key-auth-only", func(b *testing.B) {
-		fakehost.BenchChain(b, fakehost.MustParseChain(b, `{"plugins":[{"name":"key-auth","config":{"consumers":[{"name":"alice","group":"admins","keys":["alice-secret-key"]}]}}]}`), key)
+		fakeenvoy.BenchChain(b, fakeenvoy.MustParseChain(b, `{"plugins":[{"name":"key-auth","config":{"consumers":[{"name":"alice","group":"admins","keys":["alice-secret-key"]}]}}]}`), key)
 	})
-	b.Run("key-auth+consumer-restriction", func(b *testing.B) { fakehost.BenchChain(b, fakehost.MustParseChain(b, chainJSON), key) })
+	b.Run("key-auth+consumer-restriction", func(b *testing.B) { fakeenvoy.BenchChain(b, fakeenvoy.MustParseChain(b, chainJSON), key) })
 }

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/moeproxy/moe/shared/hosttest"
+	"github.com/moeproxy/moe/shared/testing/hosttest"
 )
 
 func do(t *testing.T, method, url string, kv ...string) (int, string) {

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/moeproxy/moe/shared/api"
-	"github.com/moeproxy/moe/shared/plugintest"
+	"github.com/moeproxy/moe/shared/testing/fakeframework"
 )
 
 func TestOnReceive(t *testing.T) {
@@ -63,7 +63,7 @@ func TestOnReceive(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			c, env := parse(t, tc.config)
-			ctx := plugintest.NewContext(Name, plugintest.NewRequest(tc.method, tc.path))
+			ctx := fakeframework.NewContext(Name, fakeframework.NewRequest(tc.method, tc.path))
 			ctx.SetConsumer(tc.consumer)
 			st := filterOf(c).OnReceive(ctx, ctx.Req, nil, nil)
 			switch {
@@ -128,7 +128,7 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			plugintest.WantConfigError(t, Name, tc.config, tc.field, tc.reason)
+			fakeframework.WantConfigError(t, Name, tc.config, tc.field, tc.reason)
 		})
 	}
 }

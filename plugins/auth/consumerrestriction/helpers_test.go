@@ -5,17 +5,17 @@ import (
 
 	"github.com/moeproxy/moe/plugins/auth/internal/authn"
 	"github.com/moeproxy/moe/shared/api"
-	"github.com/moeproxy/moe/shared/plugintest"
+	"github.com/moeproxy/moe/shared/testing/fakeframework"
 )
 
 // parse decodes a config as the framework does (defaults, strict decode,
 // Validate) and runs Init with metrics the test can read.
-func parse(t testing.TB, raw string) (*Config, *plugintest.Env) {
+func parse(t testing.TB, raw string) (*Config, *fakeframework.Env) {
 	t.Helper()
-	return plugintest.MustParse[*Config](t, Name, newConfig, raw)
+	return fakeframework.MustParse[*Config](t, Name, newConfig, raw)
 }
 
-func filterOf(c *Config) api.ReceiverFilter { return plugintest.ReceiverFilter(Name, c) }
+func filterOf(c *Config) api.ReceiverFilter { return fakeframework.ReceiverFilter(Name, c) }
 
 var (
 	alice = &api.Consumer{Name: "alice", Group: "admins"}

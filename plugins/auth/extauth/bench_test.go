@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/moeproxy/moe/shared/api"
-	"github.com/moeproxy/moe/shared/plugintest"
+	"github.com/moeproxy/moe/shared/testing/fakeframework"
 )
 
 type passThrough struct{}
@@ -18,7 +18,7 @@ func (passThrough) OnReceive(ctx api.Context, h api.RequestHeaderMap, _ api.Buff
 
 func benchFilter(b *testing.B, f api.ReceiverFilter) {
 	req := withAuth("Bearer good")
-	ctx := plugintest.NewContext("ext-auth", req)
+	ctx := fakeframework.NewContext("ext-auth", req)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {

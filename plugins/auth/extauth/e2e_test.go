@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moeproxy/moe/shared/hosttest"
+	"github.com/moeproxy/moe/shared/testing/hosttest"
 )
 
 // startExample runs envoy/examples/ext-auth.yaml with test addresses: the
@@ -78,7 +78,7 @@ func TestE2EAuthService(t *testing.T) {
 
 	resp, _ := hosttest.Send(t, "POST", h.URL+"/orders?id=7", "0123456789", "authorization", "Bearer good", "x-tenant", "t1", "x-user", "mallory", "cookie", "s=1")
 	e := hosttest.DecodeEcho(t, resp)
-	if e.Header("x-user") != "alice" || e.Header("x-consumer-name") != "alice" || len(e.Headers["X-User"]) != 1 {
+	if e.Header("x-user") != "alice" || e.Header("x-consumer-name") != "alice" || len(e.Values("X-User")) != 1 {
 		t.Fatalf("upstream headers: %v", e.Headers)
 	}
 	if e.Header("x-internal") != "" {

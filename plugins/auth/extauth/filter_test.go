@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/moeproxy/moe/shared/api"
-	"github.com/moeproxy/moe/shared/plugintest"
+	"github.com/moeproxy/moe/shared/testing/fakeframework"
 )
 
 func TestAllowForwardsRequestAndCopiesUpstreamHeaders(t *testing.T) {
@@ -19,7 +19,7 @@ func TestAllowForwardsRequestAndCopiesUpstreamHeaders(t *testing.T) {
 		"headers_to_add":{"x-auth-key":"k1"},
 		"allowed_upstream_headers":["x-user"],
 		"consumer_from_header":"x-user"}`)
-	req := plugintest.NewRequest("POST", "/api/items?q=1&r=%2F", "authorization", "Bearer good", "x-tenant", "t1", "cookie", "s=secret", "x-user", "spoofed")
+	req := fakeframework.NewRequest("POST", "/api/items?q=1&r=%2F", "authorization", "Bearer good", "x-tenant", "t1", "cookie", "s=secret", "x-user", "spoofed")
 	ctx, st := do(t, cfg, req, nil)
 	if st != api.Continue {
 		t.Fatalf("denied: %+v", ctx.Replied)
@@ -164,7 +164,7 @@ func TestClientGoneCancelsCheck(t *testing.T) {
 	svc := newAuthService(t)
 	cfg, _ := newCfg(t, `{"url":"`+svc.URL+`","timeout":"5s"}`)
 	req := withAuth("Bearer slow")
-	ctx := plugintest.NewContext("ext-auth", req)
+	ctx := fakeframework.NewContext("ext-auth", req)
 	cctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ctx.Context = cctx
@@ -199,7 +199,7 @@ func TestCacheHitsAllowAndDenyButNotErrors(t *testing.T) {
 		t.Fatalf("calls=%d cache_hit=%d", svc.calls.Load(), m.Count("cache_hit"))
 	}
 	// Another path is another key (key_includes_path is the default).
-	do(t, cfg, plugintest.NewRequest("GET", "/other", "authorization", "Bearer good"), nil)
+	do(t, cfg, fakeframework.NewRequest("GET", "/other", "authorization", "Bearer good"), nil)
 	if svc.calls.Load() != 3 {
 		t.Fatal("path not part of the key")
 	}
@@ -336,8 +336,8 @@ func TestConcurrentChecksWithCache(t *testing.T) {
 				if (g+i)%3 == 0 {
 					auth = "Bearer bad"
 				}
-				req := plugintest.NewRequest("GET", "/p/"+strconv.Itoa(i%6), "authorization", auth)
-				ctx := plugintest.NewContext("ext-auth", req)
+				req := fakeframework.NewRequest("GET", "/p/"+strconv.Itoa(i%6), "authorization", auth)
+				ctx := fakeframework.NewContext("ext-auth", req)
 				st := (&filter{rt: cfg.rt}).OnReceive(ctx, req, nil, nil)
 				if (auth == "Bearer good") != (st == api.Continue) {
 					t.Errorf("%s: status %v", auth, st)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/moeproxy/moe/shared/api"
 	"github.com/moeproxy/moe/shared/config"
-	"github.com/moeproxy/moe/shared/plugintest"
+	"github.com/moeproxy/moe/shared/testing/fakeframework"
 )
 
 // seen is a check request as the authorization service got it.
@@ -92,7 +92,7 @@ func (s *authService) lastSeen() seen {
 	return s.last
 }
 
-func newCfg(t testing.TB, cfgJSON string) (*Config, *plugintest.Env) {
+func newCfg(t testing.TB, cfgJSON string) (*Config, *fakeframework.Env) {
 	t.Helper()
 	cfg, m, err := tryConfig(cfgJSON)
 	if err != nil {
@@ -102,7 +102,7 @@ func newCfg(t testing.TB, cfgJSON string) (*Config, *plugintest.Env) {
 	return cfg, m
 }
 
-func tryConfig(cfgJSON string) (*Config, *plugintest.Env, error) {
+func tryConfig(cfgJSON string) (*Config, *fakeframework.Env, error) {
 	cfg := NewConfig().(*Config)
 	if err := config.DecodeStrict([]byte(cfgJSON), cfg); err != nil {
 		return nil, nil, err
@@ -110,7 +110,7 @@ func tryConfig(cfgJSON string) (*Config, *plugintest.Env, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, err
 	}
-	m := plugintest.NewEnv("ext-auth", false)
+	m := fakeframework.NewEnv("ext-auth", false)
 	rt, err := newRuntime(cfg, m)
 	if err != nil {
 		return nil, nil, err
@@ -119,9 +119,9 @@ func tryConfig(cfgJSON string) (*Config, *plugintest.Env, error) {
 	return cfg, m, nil
 }
 
-func do(t testing.TB, cfg *Config, req *plugintest.Request, body api.Buffer) (*plugintest.Context, api.Status) {
+func do(t testing.TB, cfg *Config, req *fakeframework.Request, body api.Buffer) (*fakeframework.Context, api.Status) {
 	t.Helper()
-	ctx := plugintest.NewContext("ext-auth", req)
+	ctx := fakeframework.NewContext("ext-auth", req)
 	st := (&filter{rt: cfg.rt}).OnReceive(ctx, req, body, nil)
 	if (st == api.Stop) != (ctx.Replied != nil) {
 		t.Fatalf("status %v but reply %+v", st, ctx.Replied)
@@ -129,8 +129,8 @@ func do(t testing.TB, cfg *Config, req *plugintest.Request, body api.Buffer) (*p
 	return ctx, st
 }
 
-func withAuth(v string) *plugintest.Request {
-	return plugintest.NewRequest("GET", "/api/items?q=1", "authorization", v)
+func withAuth(v string) *fakeframework.Request {
+	return fakeframework.NewRequest("GET", "/api/items?q=1", "authorization", v)
 }
 
 func deadURL(t testing.TB) string {

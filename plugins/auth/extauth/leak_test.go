@@ -7,12 +7,12 @@ import (
 	"testing"
 
 	"github.com/moeproxy/moe/shared/api"
-	"github.com/moeproxy/moe/shared/plugintest"
+	"github.com/moeproxy/moe/shared/testing/fakeframework"
 )
 
 // logCtx records what a plugin logs through ctx.Log().
 type logCtx struct {
-	*plugintest.Context
+	*fakeframework.Context
 	mu    sync.Mutex
 	lines []string
 }
@@ -41,8 +41,8 @@ func TestServiceFailureLogNeverHoldsRequestPathOrQuery(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, _ := newCfg(t, `{"url":"`+tc.url+`","path_prefix":"/authz","timeout":"50ms"}`)
-			req := plugintest.NewRequest("GET", "/private/alice-secret-path?access_token=SECRET-TOKEN", "authorization", tc.auth)
-			ctx := &logCtx{Context: plugintest.NewContext("ext-auth", req)}
+			req := fakeframework.NewRequest("GET", "/private/alice-secret-path?access_token=SECRET-TOKEN", "authorization", tc.auth)
+			ctx := &logCtx{Context: fakeframework.NewContext("ext-auth", req)}
 			if st := (&filter{rt: cfg.rt}).OnReceive(ctx, req, nil, nil); st != api.Stop {
 				t.Fatalf("status %v, want a fail-closed reply", st)
 			}
@@ -69,39 +69,39 @@ func TestCacheKeyCoversHostSchemeAndBody(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
 		cfg         string
-		first, then func() (*plugintest.Request, api.Buffer)
+		first, then func() (*fakeframework.Request, api.Buffer)
 	}{
 		{"other host", `{"cache":{"ttl":"1m"}}`,
-			func() (*plugintest.Request, api.Buffer) { return withAuth("Bearer good"), nil },
-			func() (*plugintest.Request, api.Buffer) {
+			func() (*fakeframework.Request, api.Buffer) { return withAuth("Bearer good"), nil },
+			func() (*fakeframework.Request, api.Buffer) {
 				r := withAuth("Bearer good")
 				_ = r.SetHost("admin.example.com")
 				return r, nil
 			}},
 		{"other host without path in key", `{"cache":{"ttl":"1m","key_includes_path":false}}`,
-			func() (*plugintest.Request, api.Buffer) { return withAuth("Bearer good"), nil },
-			func() (*plugintest.Request, api.Buffer) {
+			func() (*fakeframework.Request, api.Buffer) { return withAuth("Bearer good"), nil },
+			func() (*fakeframework.Request, api.Buffer) {
 				r := withAuth("Bearer good")
 				_ = r.SetHost("admin.example.com")
 				return r, nil
 			}},
 		{"other scheme", `{"cache":{"ttl":"1m"}}`,
-			func() (*plugintest.Request, api.Buffer) { return withAuth("Bearer good"), nil },
-			func() (*plugintest.Request, api.Buffer) {
+			func() (*fakeframework.Request, api.Buffer) { return withAuth("Bearer good"), nil },
+			func() (*fakeframework.Request, api.Buffer) {
 				r := withAuth("Bearer good")
 				_ = r.Set(":scheme", "https")
 				return r, nil
 			}},
 		{"other body", `{"cache":{"ttl":"1m"},"with_request_body":{"max_request_bytes":64}}`,
-			func() (*plugintest.Request, api.Buffer) {
+			func() (*fakeframework.Request, api.Buffer) {
 				return withAuth("Bearer good"), api.NewBufferString(`{"amount":1}`)
 			},
-			func() (*plugintest.Request, api.Buffer) {
+			func() (*fakeframework.Request, api.Buffer) {
 				return withAuth("Bearer good"), api.NewBufferString(`{"amount":1000000}`)
 			}},
 		{"body versus no body", `{"cache":{"ttl":"1m"},"with_request_body":{"max_request_bytes":64}}`,
-			func() (*plugintest.Request, api.Buffer) { return withAuth("Bearer good"), nil },
-			func() (*plugintest.Request, api.Buffer) {
+			func() (*fakeframework.Request, api.Buffer) { return withAuth("Bearer good"), nil },
+			func() (*fakeframework.Request, api.Buffer) {
 				return withAuth("Bearer good"), api.NewBufferString("x")
 			}},
 	} {

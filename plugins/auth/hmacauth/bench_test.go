@@ -6,12 +6,12 @@ import (
 	"time"
 
 	"github.com/moeproxy/moe/shared/api"
-	"github.com/moeproxy/moe/shared/plugintest"
+	"github.com/moeproxy/moe/shared/testing/fakeframework"
 )
 
 func BenchmarkBaseline(b *testing.B) {
-	req := plugintest.NewRequest("GET", "/orders?id=42", "date", exampleDate, "x-nonce", exampleNonce, "authorization", exampleAuth)
-	ctx := plugintest.NewContext("hmac-auth", req)
+	req := fakeframework.NewRequest("GET", "/orders?id=42", "date", exampleDate, "x-nonce", exampleNonce, "authorization", exampleAuth)
+	ctx := fakeframework.NewContext("hmac-auth", req)
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
 		ctx.Reset()
@@ -32,11 +32,11 @@ func benchHMAC(b *testing.B, alg string, replay bool) {
 	secret := aliceSecret
 	key := "alice-1"
 	// Pre-sign b.N requests (distinct nonces) outside the timer.
-	reqs := make([]*plugintest.Request, b.N)
+	reqs := make([]*fakeframework.Request, b.N)
 	for i := range reqs {
 		reqs[i] = signed(key, secret, alg, "GET", "/orders?id=42", stdList, "date", httpDate, "x-nonce", fmt.Sprint("bench-", i))
 	}
-	ctx := plugintest.NewContext("hmac-auth", nil)
+	ctx := fakeframework.NewContext("hmac-auth", nil)
 	f := (*filter)(c)
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -56,7 +56,7 @@ func BenchmarkHMACAuthSHA256NoReplay(b *testing.B) { benchHMAC(b, "hmac-sha256",
 func BenchmarkHMACAuthBadSignature(b *testing.B) {
 	c, _ := newTestConfig(b, nil)
 	req := signed("alice-1", "wrong-secret-0123456789abcdef", "hmac-sha256", "GET", "/", stdList, std()...)
-	ctx := plugintest.NewContext("hmac-auth", req)
+	ctx := fakeframework.NewContext("hmac-auth", req)
 	f := (*filter)(c)
 	b.ReportAllocs()
 	b.ResetTimer()

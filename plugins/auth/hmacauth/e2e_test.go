@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moeproxy/moe/shared/hosttest"
+	"github.com/moeproxy/moe/shared/testing/hosttest"
 )
 
 const (
@@ -56,7 +56,7 @@ func TestE2EExample(t *testing.T) {
 		t.Fatalf("signed: %d %q", resp.StatusCode, body)
 	}
 	e := hosttest.DecodeEcho(t, resp)
-	if e.Header("x-consumer-name") != "alice" || len(e.Headers["X-Consumer-Name"]) != 1 || e.Header("authorization") != "" {
+	if e.Header("x-consumer-name") != "alice" || len(e.Values("X-Consumer-Name")) != 1 || e.Header("authorization") != "" {
 		t.Fatalf("upstream headers: %v", e.Headers)
 	}
 
@@ -174,7 +174,7 @@ func TestE2EShellSigner(t *testing.T) {
 	if err != nil {
 		t.Fatalf("sign.sh: %v\n%s", err, out)
 	}
-	if !strings.HasPrefix(string(out), "HTTP/1.1 200") || !strings.Contains(string(out), `"X-Consumer-Name":["alice"]`) {
+	if !strings.HasPrefix(string(out), "HTTP/1.1 200") || !strings.Contains(string(out), `"x-consumer-name":["alice"]`) {
 		t.Fatalf("sign.sh request refused:\n%s", out)
 	}
 }

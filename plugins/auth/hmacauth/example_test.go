@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/moeproxy/moe/shared/api"
-	"github.com/moeproxy/moe/shared/plugintest"
+	"github.com/moeproxy/moe/shared/testing/fakeframework"
 )
 
 // The worked example of README.md. The signature was computed with openssl,
@@ -27,7 +27,7 @@ func TestReadmeWorkedExample(t *testing.T) {
 	}})
 	c.compiled.now = func() time.Time { return time.Date(2026, 11, 30, 12, 0, 30, 0, time.UTC) }
 	c.compiled.replay = newNonceStore(10000)
-	req := plugintest.NewRequest("GET", "/orders?id=42", "date", exampleDate, "x-nonce", exampleNonce, "authorization", exampleAuth)
+	req := fakeframework.NewRequest("GET", "/orders?id=42", "date", exampleDate, "x-nonce", exampleNonce, "authorization", exampleAuth)
 
 	b, missing := appendSigningString(nil, req, "@request-target date x-nonce")
 	if missing || string(b) != exampleString {

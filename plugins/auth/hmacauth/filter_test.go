@@ -13,7 +13,7 @@ import (
 
 	"github.com/moeproxy/moe/plugins/auth/internal/authn"
 	"github.com/moeproxy/moe/shared/api"
-	"github.com/moeproxy/moe/shared/plugintest"
+	"github.com/moeproxy/moe/shared/testing/fakeframework"
 )
 
 const (
@@ -45,7 +45,7 @@ func testConfig(extra map[string]any) map[string]any {
 }
 
 // newTestConfig parses a config with a fixed clock and a private replay cache.
-func newTestConfig(t testing.TB, extra map[string]any) (*Config, *plugintest.Env) {
+func newTestConfig(t testing.TB, extra map[string]any) (*Config, *fakeframework.Env) {
 	c, env := mustParse(t, testConfig(extra))
 	c.compiled.now = func() time.Time { return now }
 	if c.compiled.replay != nil {
@@ -55,12 +55,12 @@ func newTestConfig(t testing.TB, extra map[string]any) (*Config, *plugintest.Env
 }
 
 // signed builds a request signed by the independent client.
-func signed(keyID, secret, alg, method, path string, list []string, kv ...string) *plugintest.Request {
+func signed(keyID, secret, alg, method, path string, list []string, kv ...string) *fakeframework.Request {
 	var hs [][2]string
 	for i := 0; i+1 < len(kv); i += 2 {
 		hs = append(hs, [2]string{kv[i], kv[i+1]})
 	}
-	req := plugintest.NewRequest(method, path, kv...)
+	req := fakeframework.NewRequest(method, path, kv...)
 	req.Add("authorization", clientSign(keyID, secret, alg, method, path, hs, list))
 	return req
 }
@@ -73,7 +73,7 @@ func TestHMACAuthAccepts(t *testing.T) {
 	c, _ := newTestConfig(t, nil)
 	tests := []struct {
 		name, consumer string
-		req            *plugintest.Request
+		req            *fakeframework.Request
 	}{
 		{"hmac-sha256", "alice", signed("alice-1", aliceSecret, "hmac-sha256", "GET", "/a?x=1&y=2", stdList, std()...)},
 		{"hmac-sha512", "bob", signed("bob", bobSecret, "hmac-sha512", "POST", "/b", stdList, std()...)},
@@ -103,41 +103,41 @@ func TestHMACAuthAccepts(t *testing.T) {
 
 func TestHMACAuthRefuses(t *testing.T) {
 	c, env := newTestConfig(t, nil)
-	good := func() *plugintest.Request {
+	good := func() *fakeframework.Request {
 		return signed("alice-1", aliceSecret, "hmac-sha256", "GET", "/a?x=1", stdList, std()...)
 	}
-	with := func(f func(h *plugintest.Request)) *plugintest.Request { h := good(); f(h); return h }
-	auth := func(v string) func(h *plugintest.Request) {
-		return func(h *plugintest.Request) { h.Set("authorization", v) }
+	with := func(f func(h *fakeframework.Request)) *fakeframework.Request { h := good(); f(h); return h }
+	auth := func(v string) func(h *fakeframework.Request) {
+		return func(h *fakeframework.Request) { h.Set("authorization", v) }
 	}
 	sig := func(list []string, kv ...string) string {
 		return clientSign("alice-1", aliceSecret, "hmac-sha256", "GET", "/", nil, list)
 	}
 	tests := []struct {
 		name   string
-		req    *plugintest.Request
+		req    *fakeframework.Request
 		code   int
 		reason string
 		metric string
 	}{
-		{"no Authorization", plugintest.NewRequest("GET", "/", std()...), 401, "missing signature", "missing"},
-		{"another scheme", plugintest.NewRequest("GET", "/", append(std(), "authorization", "Basic YTpi")...), 401, "missing signature", "missing"},
+		{"no Authorization", fakeframework.NewRequest("GET", "/", std()...), 401, "missing signature", "missing"},
+		{"another scheme", fakeframework.NewRequest("GET", "/", append(std(), "authorization", "Basic YTpi")...), 401, "missing signature", "missing"},
 		{"wrong secret", signed("alice-1", "wrong-secret-0123456789abcdef", "hmac-sha256", "GET", "/", stdList, std()...), 401, "invalid signature", "bad_signature"},
 		{"unknown keyId", signed("mallory", aliceSecret, "hmac-sha256", "GET", "/", stdList, std()...), 401, "invalid signature", "unknown_key"},
 		{"other consumer's keyId", signed("bob", aliceSecret, "hmac-sha256", "GET", "/", stdList, std()...), 401, "invalid signature", "bad_signature"},
-		{"tampered path", with(func(h *plugintest.Request) { h.SetPath("/a?x=2") }), 401, "invalid signature", "bad_signature"},
-		{"tampered method", with(func(h *plugintest.Request) { h.SetMethod("DELETE") }), 401, "invalid signature", "bad_signature"},
-		{"tampered nonce", with(func(h *plugintest.Request) { h.Set("x-nonce", nextNonce()) }), 401, "invalid signature", "bad_signature"},
-		{"signature of another algorithm", with(func(h *plugintest.Request) {
+		{"tampered path", with(func(h *fakeframework.Request) { h.SetPath("/a?x=2") }), 401, "invalid signature", "bad_signature"},
+		{"tampered method", with(func(h *fakeframework.Request) { h.SetMethod("DELETE") }), 401, "invalid signature", "bad_signature"},
+		{"tampered nonce", with(func(h *fakeframework.Request) { h.Set("x-nonce", nextNonce()) }), 401, "invalid signature", "bad_signature"},
+		{"signature of another algorithm", with(func(h *fakeframework.Request) {
 			v, _ := h.Get("authorization")
 			h.Set("authorization", strings.Replace(v, "hmac-sha256", "hmac-sha512", 1))
 		}), 401, "invalid signature", "bad_signature"},
-		{"garbage signature", with(func(h *plugintest.Request) {
+		{"garbage signature", with(func(h *fakeframework.Request) {
 			v, _ := h.Get("authorization")
 			i := strings.Index(v, `signature="`)
 			h.Set("authorization", v[:i]+`signature="!!!"`)
 		}), 401, "invalid signature", "bad_signature"},
-		{"oversized signature value", with(func(h *plugintest.Request) {
+		{"oversized signature value", with(func(h *fakeframework.Request) {
 			v, _ := h.Get("authorization")
 			i := strings.Index(v, `signature="`)
 			h.Set("authorization", v[:i]+`signature="`+strings.Repeat("QUFB", 100)+`"`)
@@ -151,13 +151,13 @@ func TestHMACAuthRefuses(t *testing.T) {
 		{"CRLF in Authorization", with(auth("Signature keyId=\"alice-1\r\nx-admin: 1\",algorithm=\"hmac-sha256\",signature=\"AAAA\"")), 401, "malformed signature header", "malformed"},
 		{"upper-case name in headers list", with(auth(`Signature keyId="alice-1",algorithm="hmac-sha256",headers="@request-target Date x-nonce",signature="AAAA"`)), 401, "malformed signature header", "malformed"},
 		{"duplicate name in headers list", with(auth(`Signature keyId="alice-1",algorithm="hmac-sha256",headers="@request-target date date x-nonce",signature="AAAA"`)), 401, "malformed signature header", "malformed"},
-		{"two Authorization headers", with(func(h *plugintest.Request) { v, _ := h.Get("authorization"); h.Add("authorization", v) }), 401, "malformed signature header", "malformed"},
+		{"two Authorization headers", with(func(h *fakeframework.Request) { v, _ := h.Get("authorization"); h.Add("authorization", v) }), 401, "malformed signature header", "malformed"},
 		{"oversized Authorization", with(auth("Signature " + strings.Repeat("a", 9000))), 401, "signature header too large", "too_large"},
 		{"date not signed", with(auth(sig([]string{"@request-target", "x-nonce"}))), 401, "missing signed header: date", "missing_header"},
 		{"request target not signed", with(auth(sig([]string{"date", "x-nonce"}))), 401, "missing signed header: @request-target", "missing_header"},
 		{"nonce not signed", with(auth(sig([]string{"@request-target", "date"}))), 401, "missing signed header: x-nonce", "missing_header"},
 		{"headers param absent means date only", with(auth(`Signature keyId="alice-1",algorithm="hmac-sha256",signature="AAAA"`)), 401, "missing signed header: @request-target", "missing_header"},
-		{"date header absent", with(func(h *plugintest.Request) { h.Del("date") }), 401, "missing signed header: date", "missing_header"},
+		{"date header absent", with(func(h *fakeframework.Request) { h.Del("date") }), 401, "missing signed header: date", "missing_header"},
 		{"listed header absent", signed("alice-1", aliceSecret, "hmac-sha256", "GET", "/", append(stdList, "x-absent"), std()...), 401, "missing signed header", "missing_header"},
 		{"malformed date", signed("alice-1", aliceSecret, "hmac-sha256", "GET", "/", stdList, "date", "yesterday", "x-nonce", nextNonce()), 401, "malformed date header", "malformed"},
 		{"expired date", signed("alice-1", aliceSecret, "hmac-sha256", "GET", "/", stdList, "date", now.Add(-301*time.Second).Format(http.TimeFormat), "x-nonce", nextNonce()), 401, "request expired or clock skew too large", "expired"},
@@ -198,7 +198,7 @@ func TestHMACAuthRefuses(t *testing.T) {
 func TestReplayProtection(t *testing.T) {
 	c, env := newTestConfig(t, nil)
 	nonce := nextNonce()
-	req := func(key, secret string) *plugintest.Request {
+	req := func(key, secret string) *fakeframework.Request {
 		return signed(key, secret, "hmac-sha256", "GET", "/", stdList, "date", httpDate, "x-nonce", nonce)
 	}
 	if _, st := run(c, req("alice-1", aliceSecret)); st != api.Continue {
@@ -275,7 +275,7 @@ func TestBodyDigest(t *testing.T) {
 	withCD := append(stdList, "content-digest")
 	tests := []struct {
 		name string
-		req  *plugintest.Request
+		req  *fakeframework.Request
 		body string
 		ok   bool
 	}{
@@ -313,7 +313,7 @@ func TestHideCredentialsAndAnonymous(t *testing.T) {
 	if _, ok := req.Get("authorization"); ok {
 		t.Fatal("authorization not hidden")
 	}
-	ctx, st := run(c, plugintest.NewRequest("GET", "/"))
+	ctx, st := run(c, fakeframework.NewRequest("GET", "/"))
 	if st != api.Continue || !authn.IsAnonymous(ctx.Consumer()) {
 		t.Fatalf("anonymous: %v %+v", st, ctx.Replied)
 	}
@@ -359,7 +359,7 @@ func TestPerRouteConfigKeepsParentKeys(t *testing.T) {
 	}
 	m := merge(parent, route).(*Config)
 	m.compiled.now = parent.compiled.now
-	if ctx, st := run(m, plugintest.NewRequest("GET", "/")); st != api.Continue || ctx.Consumer().Name != "guest" {
+	if ctx, st := run(m, fakeframework.NewRequest("GET", "/")); st != api.Continue || ctx.Consumer().Name != "guest" {
 		t.Fatalf("route anonymous: %v", st)
 	}
 	if _, st := run(m, signed("bob", bobSecret, "hmac-sha512", "GET", "/", stdList, std()...)); st != api.Continue {

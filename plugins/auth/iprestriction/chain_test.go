@@ -3,13 +3,13 @@ package iprestriction
 import (
 	"testing"
 
-	"github.com/moeproxy/moe/shared/fakehost"
+	"github.com/moeproxy/moe/shared/testing/fakeenvoy"
 )
 
 // TestThroughFramework runs the plugin inside the real moe filter manager
-// over the fake Envoy (shared/fakehost), with a per-route override.
+// over the fake Envoy (shared/testing/fakeenvoy), with a per-route override.
 func TestThroughFramework(t *testing.T) {
-	r, err := fakehost.NewPlugin(Name, `{"allow":["10.0.0.0/8"],"deny":["10.9.0.0/16"],"message":"no"}`)
+	r, err := fakeenvoy.NewPlugin(Name, `{"allow":["10.0.0.0/8"],"deny":["10.9.0.0/16"],"message":"no"}`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -19,7 +19,7 @@ func TestThroughFramework(t *testing.T) {
 	}
 	cases := []struct {
 		name   string
-		r      *fakehost.Runner
+		r      *fakeenvoy.Runner
 		remote string
 		xff    string
 		want   int
@@ -32,7 +32,7 @@ func TestThroughFramework(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			req := fakehost.Request{RemoteAddr: tc.remote}
+			req := fakeenvoy.Request{RemoteAddr: tc.remote}
 			if tc.xff != "" {
 				req.Headers = [][2]string{{"x-forwarded-for", tc.xff}}
 			}
@@ -50,12 +50,12 @@ func TestThroughFramework(t *testing.T) {
 // BenchmarkChain: one whole request through the moe filter manager and the
 // fake Envoy, against an Envoy pass-through filter and an empty moe chain.
 func BenchmarkChain(b *testing.B) {
-	b.Run("baseline-envoy-passthrough", fakehost.BenchPassThrough)
-	b.Run("baseline-empty-moe-chain", func(b *testing.B) { fakehost.BenchChain(b, fakehost.MustParseChain(b, `{"plugins":[]}`)) })
-	// fakehost.Bench has no StreamInfo (no downstream address), so this measures
+	b.Run("baseline-envoy-passthrough", fakeenvoy.BenchPassThrough)
+	b.Run("baseline-empty-moe-chain", func(b *testing.B) { fakeenvoy.BenchChain(b, fakeenvoy.MustParseChain(b, `{"plugins":[]}`)) })
+	// fakeenvoy.Bench has no StreamInfo (no downstream address), so this measures
 	// the X-Forwarded-For path; the downstream path is in BenchmarkOnReceive.
 	b.Run("ip-restriction-xff", func(b *testing.B) {
-		fakehost.BenchChain(b, fakehost.MustParseChain(b, `{"plugins":[{"name":"ip-restriction","config":{"allow":["192.0.2.0/24"],"xff_num_trusted_hops":1}}]}`),
+		fakeenvoy.BenchChain(b, fakeenvoy.MustParseChain(b, `{"plugins":[{"name":"ip-restriction","config":{"allow":["192.0.2.0/24"],"xff_num_trusted_hops":1}}]}`),
 			[2]string{"x-forwarded-for", "6.6.6.6, 192.0.2.1"})
 	})
 }

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/moeproxy/moe/shared/hosttest"
+	"github.com/moeproxy/moe/shared/testing/hosttest"
 )
 
 // get sends a GET through the host with optional X-Forwarded-For lines and

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/moeproxy/moe/shared/api"
-	"github.com/moeproxy/moe/shared/plugintest"
+	"github.com/moeproxy/moe/shared/testing/fakeframework"
 )
 
 func TestNthFromRight(t *testing.T) {
@@ -112,7 +112,7 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			plugintest.WantConfigError(t, Name, tc.config, tc.field, tc.reason)
+			fakeframework.WantConfigError(t, Name, tc.config, tc.field, tc.reason)
 		})
 	}
 }

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/moeproxy/moe/shared/api"
-	"github.com/moeproxy/moe/shared/plugintest"
+	"github.com/moeproxy/moe/shared/testing/fakeframework"
 )
 
 // passThrough is the baseline: a filter that reads one header and continues,
@@ -20,7 +20,7 @@ func (passThrough) OnReceive(ctx api.Context, h api.RequestHeaderMap, _ api.Buff
 
 func benchFilter(b *testing.B, f api.ReceiverFilter, tok string) {
 	req := bearer(tok)
-	ctx := plugintest.NewContext("jwt-auth", req)
+	ctx := fakeframework.NewContext("jwt-auth", req)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {

@@ -3,8 +3,8 @@ package jwtauth
 import (
 	"testing"
 
-	"github.com/moeproxy/moe/shared/fakehost"
 	"github.com/moeproxy/moe/shared/filtermanager"
+	"github.com/moeproxy/moe/shared/testing/fakeenvoy"
 )
 
 // Through the real framework (registry, strict decode, Init, chain, ownership
@@ -16,9 +16,9 @@ func chainJSON() string {
 
 func TestThroughFramework(t *testing.T) {
 	testKeys(t)
-	cfg := fakehost.MustParseChain(t, chainJSON())
+	cfg := fakeenvoy.MustParseChain(t, chainJSON())
 	tok := sign(t, map[string]any{"alg": "HS256"}, map[string]any{"sub": "alice"}, hmacKey)
-	res := fakehost.Do(filtermanager.Factory, cfg, fakehost.Request{Headers: [][2]string{{"authorization", "Bearer " + tok}}})
+	res := fakeenvoy.Do(filtermanager.Factory, cfg, fakeenvoy.Request{Headers: [][2]string{{"authorization", "Bearer " + tok}}})
 	if res.Status != 200 || res.Upstream == nil || len(res.Violations) > 0 {
 		t.Fatalf("status %d violations %v", res.Status, res.Violations)
 	}
@@ -28,24 +28,24 @@ func TestThroughFramework(t *testing.T) {
 	if _, ok := res.Upstream.Headers["authorization"]; ok {
 		t.Fatal("token reached the upstream")
 	}
-	res = fakehost.Do(filtermanager.Factory, cfg, fakehost.Request{})
+	res = fakeenvoy.Do(filtermanager.Factory, cfg, fakeenvoy.Request{})
 	if res.Status != 401 || res.Upstream != nil || res.Body != "missing token\n" {
 		t.Fatalf("no token: %d %q", res.Status, res.Body)
 	}
 	if v := res.Headers["www-authenticate"]; len(v) != 1 || v[0] != `Bearer realm="moe"` {
 		t.Fatalf("challenge %v", v)
 	}
-	if _, err := fakehost.ParseFilter(filtermanager.Parser{}, `{"plugins":[{"name":"jwt-auth","config":{"keys":[{"secret":"short"}]}}]}`); err == nil {
+	if _, err := fakeenvoy.ParseFilter(filtermanager.Parser{}, `{"plugins":[{"name":"jwt-auth","config":{"keys":[{"secret":"short"}]}}]}`); err == nil {
 		t.Fatal("bad config accepted")
 	}
 }
 
 // BenchmarkChain is the whole per-request cost through the framework over
-// fakehost.Bench, with a bare pass-through Envoy filter as the baseline.
+// fakeenvoy.Bench, with a bare pass-through Envoy filter as the baseline.
 func BenchmarkChain(b *testing.B) {
 	testKeys(b)
-	b.Run("baseline-passthrough", fakehost.BenchPassThrough)
-	cfg := fakehost.MustParseChain(b, chainJSON())
+	b.Run("baseline-passthrough", fakeenvoy.BenchPassThrough)
+	cfg := fakeenvoy.MustParseChain(b, chainJSON())
 	tok := sign(b, map[string]any{"alg": "HS256"}, map[string]any{"sub": "alice", "iss": "https://idp.example"}, hmacKey)
-	b.Run("jwt-auth-HS256", func(b *testing.B) { fakehost.BenchChain(b, cfg, [2]string{"authorization", "Bearer " + tok}) })
+	b.Run("jwt-auth-HS256", func(b *testing.B) { fakeenvoy.BenchChain(b, cfg, [2]string{"authorization", "Bearer " + tok}) })
 }

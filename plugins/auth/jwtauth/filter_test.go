@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/moeproxy/moe/shared/api"
-	"github.com/moeproxy/moe/shared/plugintest"
+	"github.com/moeproxy/moe/shared/testing/fakeframework"
 )
 
 func TestTokenSourcesInOrderAndHideCredentials(t *testing.T) {
@@ -24,30 +24,30 @@ func TestTokenSourcesInOrderAndHideCredentials(t *testing.T) {
 	}))
 	for _, tc := range []struct {
 		name  string
-		req   *plugintest.Request
-		check func(t *testing.T, h *plugintest.Request)
+		req   *fakeframework.Request
+		check func(t *testing.T, h *fakeframework.Request)
 	}{
-		{"bearer, case-insensitive scheme", plugintest.NewRequest("GET", "/", "authorization", "bearer "+tok), func(t *testing.T, h *plugintest.Request) {
+		{"bearer, case-insensitive scheme", fakeframework.NewRequest("GET", "/", "authorization", "bearer "+tok), func(t *testing.T, h *fakeframework.Request) {
 			if _, ok := h.Get("authorization"); ok {
 				t.Fatal("authorization not hidden")
 			}
 		}},
-		{"custom header", plugintest.NewRequest("GET", "/", "x-jwt", tok), func(t *testing.T, h *plugintest.Request) {
+		{"custom header", fakeframework.NewRequest("GET", "/", "x-jwt", tok), func(t *testing.T, h *fakeframework.Request) {
 			if _, ok := h.Get("x-jwt"); ok {
 				t.Fatal("x-jwt not hidden")
 			}
 		}},
-		{"query", plugintest.NewRequest("GET", "/p?a=1&access_token="+tok+"&b=2"), func(t *testing.T, h *plugintest.Request) {
+		{"query", fakeframework.NewRequest("GET", "/p?a=1&access_token="+tok+"&b=2"), func(t *testing.T, h *fakeframework.Request) {
 			if h.Path() != "/p?a=1&b=2" {
 				t.Fatalf("path %q", h.Path())
 			}
 		}},
-		{"cookie", plugintest.NewRequest("GET", "/", "cookie", "a=1; jwt="+tok+"; b=2"), func(t *testing.T, h *plugintest.Request) {
+		{"cookie", fakeframework.NewRequest("GET", "/", "cookie", "a=1; jwt="+tok+"; b=2"), func(t *testing.T, h *fakeframework.Request) {
 			if v, _ := h.Get("cookie"); v != "a=1; b=2" {
 				t.Fatalf("cookie %q", v)
 			}
 		}},
-		{"Basic header skipped, query used", plugintest.NewRequest("GET", "/?access_token="+tok, "authorization", "Basic eDp5"), func(t *testing.T, h *plugintest.Request) {
+		{"Basic header skipped, query used", fakeframework.NewRequest("GET", "/?access_token="+tok, "authorization", "Basic eDp5"), func(t *testing.T, h *fakeframework.Request) {
 			if h.Path() != "/" {
 				t.Fatalf("path %q", h.Path())
 			}
@@ -65,11 +65,11 @@ func TestTokenSourcesInOrderAndHideCredentials(t *testing.T) {
 		})
 	}
 	// Two token headers: neither is trusted.
-	req := plugintest.NewRequest("GET", "/", "x-jwt", tok, "x-jwt", "other")
+	req := fakeframework.NewRequest("GET", "/", "x-jwt", tok, "x-jwt", "other")
 	ctx, _ := do(t, cfg, req)
 	wantDenied(t, ctx, "malformed token")
 	// The first source present wins even when its token is bad.
-	ctx, _ = do(t, cfg, plugintest.NewRequest("GET", "/?access_token="+tok, "x-jwt", "garbage"))
+	ctx, _ = do(t, cfg, fakeframework.NewRequest("GET", "/?access_token="+tok, "x-jwt", "garbage"))
 	wantDenied(t, ctx, "malformed token")
 }
 
@@ -171,7 +171,7 @@ func TestAnonymousConsumerOnlyWithoutToken(t *testing.T) {
 		"anonymous_consumer": "guest",
 		"forward_claims":     []any{map[string]any{"claim": "sub", "header": "x-jwt-sub"}},
 	}))
-	req := plugintest.NewRequest("GET", "/", "x-jwt-sub", "admin")
+	req := fakeframework.NewRequest("GET", "/", "x-jwt-sub", "admin")
 	ctx, st := do(t, cfg, req)
 	if st != api.Continue || ctx.Consumer().Name != "guest" {
 		t.Fatalf("anonymous: %v %+v", st, ctx.Consumer())
@@ -190,8 +190,8 @@ func TestAnonymousConsumerOnlyWithoutToken(t *testing.T) {
 	}
 	// With anonymous access on, a caller authenticated by an earlier plugin
 	// passes (OR of auth plugins), and its consumer is kept.
-	req = plugintest.NewRequest("GET", "/")
-	ctx = plugintest.NewContext("jwt-auth", req)
+	req = fakeframework.NewRequest("GET", "/")
+	ctx = fakeframework.NewContext("jwt-auth", req)
 	ctx.SetConsumer(&api.Consumer{Name: "bob"})
 	if st := (&filter{rt: cfg.rt}).OnReceive(ctx, req, nil, nil); st != api.Continue || ctx.Consumer().Name != "bob" {
 		t.Fatal("earlier authentication not honoured")
@@ -223,7 +223,7 @@ func TestRouteConfigInheritsKeys(t *testing.T) {
 	cl["iss"] = "other"
 	ctx, _ := do(t, merged, bearer(sign(t, map[string]any{"alg": "HS256"}, cl, hmacKey)))
 	wantDenied(t, ctx, "issuer not allowed")
-	if ctx, st := do(t, merged, plugintest.NewRequest("GET", "/")); st != api.Continue || ctx.Consumer().Name != "guest" {
+	if ctx, st := do(t, merged, fakeframework.NewRequest("GET", "/")); st != api.Continue || ctx.Consumer().Name != "guest" {
 		t.Fatal("route anonymous")
 	}
 	// Destroying the merged config must not stop the parent's resources.

@@ -19,7 +19,7 @@ import (
 
 	"github.com/moeproxy/moe/shared/api"
 	"github.com/moeproxy/moe/shared/config"
-	"github.com/moeproxy/moe/shared/plugintest"
+	"github.com/moeproxy/moe/shared/testing/fakeframework"
 )
 
 // Test keys are generated once: RSA generation is slow under -race.
@@ -129,7 +129,7 @@ func (nopLogger) Errorf(string, ...any) {}
 var fixedNow = time.Unix(1_900_000_000, 0)
 
 // newRT decodes and initializes a config like the framework does.
-func newRT(t testing.TB, cfgJSON string) (*Config, *plugintest.Env) {
+func newRT(t testing.TB, cfgJSON string) (*Config, *fakeframework.Env) {
 	t.Helper()
 	cfg, m, err := tryConfig(cfgJSON, false)
 	if err != nil {
@@ -140,7 +140,7 @@ func newRT(t testing.TB, cfgJSON string) (*Config, *plugintest.Env) {
 	return cfg, m
 }
 
-func tryConfig(cfgJSON string, route bool) (*Config, *plugintest.Env, error) {
+func tryConfig(cfgJSON string, route bool) (*Config, *fakeframework.Env, error) {
 	cfg := NewConfig().(*Config)
 	if err := config.DecodeStrict([]byte(cfgJSON), cfg); err != nil {
 		return nil, nil, err
@@ -148,7 +148,7 @@ func tryConfig(cfgJSON string, route bool) (*Config, *plugintest.Env, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, err
 	}
-	m := plugintest.NewEnv("jwt-auth", route)
+	m := fakeframework.NewEnv("jwt-auth", route)
 	if err := cfg.init(m, nopLogger{}); err != nil {
 		return nil, nil, err
 	}
@@ -156,9 +156,9 @@ func tryConfig(cfgJSON string, route bool) (*Config, *plugintest.Env, error) {
 }
 
 // do runs one request through the filter.
-func do(t testing.TB, cfg *Config, req *plugintest.Request) (*plugintest.Context, api.Status) {
+func do(t testing.TB, cfg *Config, req *fakeframework.Request) (*fakeframework.Context, api.Status) {
 	t.Helper()
-	ctx := plugintest.NewContext("jwt-auth", req)
+	ctx := fakeframework.NewContext("jwt-auth", req)
 	st := (&filter{rt: cfg.rt}).OnReceive(ctx, req, nil, nil)
 	if (st == api.Stop) != (ctx.Replied != nil) {
 		t.Fatalf("status %v but reply %+v", st, ctx.Replied)
@@ -166,8 +166,8 @@ func do(t testing.TB, cfg *Config, req *plugintest.Request) (*plugintest.Context
 	return ctx, st
 }
 
-func bearer(tok string) *plugintest.Request {
-	return plugintest.NewRequest("GET", "/", "authorization", "Bearer "+tok)
+func bearer(tok string) *fakeframework.Request {
+	return fakeframework.NewRequest("GET", "/", "authorization", "Bearer "+tok)
 }
 
 // claimsValid is a claim set valid at fixedNow.
@@ -176,7 +176,7 @@ func claimsValid() map[string]any {
 }
 
 // wantDenied checks a 401 with the given reason.
-func wantDenied(t testing.TB, ctx *plugintest.Context, reason string) {
+func wantDenied(t testing.TB, ctx *fakeframework.Context, reason string) {
 	t.Helper()
 	r := ctx.Replied
 	if r == nil {

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/moeproxy/moe/shared/api"
-	"github.com/moeproxy/moe/shared/plugintest"
+	"github.com/moeproxy/moe/shared/testing/fakeframework"
 )
 
 // jwksServer serves a JWKS that tests can change or break.
@@ -232,7 +232,7 @@ func TestConcurrentVerifyDuringRefresh(t *testing.T) {
 			defer wg.Done()
 			for i := 0; i < 50; i++ {
 				req := bearer(toks[(g+i)%2])
-				ctx := plugintest.NewContext("jwt-auth", req)
+				ctx := fakeframework.NewContext("jwt-auth", req)
 				if (&filter{rt: cfg.rt}).OnReceive(ctx, req, nil, nil) != api.Continue {
 					t.Errorf("denied: %+v", ctx.Replied)
 					return

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/moeproxy/moe/shared/api"
-	"github.com/moeproxy/moe/shared/plugintest"
+	"github.com/moeproxy/moe/shared/testing/fakeframework"
 )
 
 // A request authenticated by an earlier plugin makes jwt-auth step aside
@@ -28,8 +28,8 @@ func TestSkippedRequestCannotSpoofForwardedClaims(t *testing.T) {
 		{"repeated spoofed header", []string{"x-jwt-sub", "admin", "x-jwt-sub", "root"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			req := plugintest.NewRequest("GET", "/", tc.headers...)
-			ctx := plugintest.NewContext("jwt-auth", req)
+			req := fakeframework.NewRequest("GET", "/", tc.headers...)
+			ctx := fakeframework.NewContext("jwt-auth", req)
 			ctx.SetConsumer(&api.Consumer{Name: "bob"}) // e.g. key-auth ran first
 			if st := (&filter{rt: cfg.rt}).OnReceive(ctx, req, nil, nil); st != api.Continue {
 				t.Fatalf("status %v, reply %+v", st, ctx.Replied)
@@ -79,7 +79,7 @@ func TestHideCredentialsRemovesEveryCopy(t *testing.T) {
 			"/", map[string]string{"authorization": "Basic eDp5", "cookie": ""}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			req := plugintest.NewRequest("GET", tc.path, tc.headers...)
+			req := fakeframework.NewRequest("GET", tc.path, tc.headers...)
 			ctx, st := do(t, cfg, req)
 			if st != api.Continue {
 				t.Fatalf("denied %+v", ctx.Replied)

@@ -9,7 +9,7 @@ import (
 	"github.com/lestrrat-go/jwx/v3/jwk"
 
 	"github.com/moeproxy/moe/shared/api"
-	"github.com/moeproxy/moe/shared/plugintest"
+	"github.com/moeproxy/moe/shared/testing/fakeframework"
 )
 
 // allKeysConfig has one inline key per algorithm family, each in a different
@@ -266,9 +266,9 @@ func TestMalformedAndOversizedTokens(t *testing.T) {
 
 func TestMissingTokenChallenge(t *testing.T) {
 	cfg, m := newRT(t, withHS(nil))
-	for _, req := range []*plugintest.Request{
-		plugintest.NewRequest("GET", "/"),
-		plugintest.NewRequest("GET", "/", "authorization", "Basic dXNlcjpwYXNz"),
+	for _, req := range []*fakeframework.Request{
+		fakeframework.NewRequest("GET", "/"),
+		fakeframework.NewRequest("GET", "/", "authorization", "Basic dXNlcjpwYXNz"),
 	} {
 		ctx, _ := do(t, cfg, req)
 		wantDenied(t, ctx, "missing token")

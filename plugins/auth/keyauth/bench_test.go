@@ -4,31 +4,31 @@ import (
 	"testing"
 
 	"github.com/moeproxy/moe/shared/api"
-	"github.com/moeproxy/moe/shared/plugintest"
+	"github.com/moeproxy/moe/shared/testing/fakeframework"
 )
 
 // BenchmarkBaseline is a pass-through filter on the same fake request: the
 // harness cost to subtract from the others.
 func BenchmarkBaseline(b *testing.B) {
-	plugintest.Bench(b, plugin, api.PassThroughFilter{}, plugintest.NewRequest("GET", "/", "x-api-key", aliceKey), api.Continue)
+	fakeframework.Bench(b, plugin, api.PassThroughFilter{}, fakeframework.NewRequest("GET", "/", "x-api-key", aliceKey), api.Continue)
 }
 
 func BenchmarkKeyAuthHeaderHit(b *testing.B) {
 	c, _ := mustParse(b, baseConfig(map[string]any{"consumer_header": ""}))
-	plugintest.Bench(b, plugin, (*filter)(c), plugintest.NewRequest("GET", "/", "x-api-key", aliceKey), api.Continue)
+	fakeframework.Bench(b, plugin, (*filter)(c), fakeframework.NewRequest("GET", "/", "x-api-key", aliceKey), api.Continue)
 }
 
 func BenchmarkKeyAuthHeaderHitForwardConsumer(b *testing.B) {
 	c, _ := mustParse(b, baseConfig(nil))
-	plugintest.Bench(b, plugin, (*filter)(c), plugintest.NewRequest("GET", "/", "x-api-key", aliceKey), api.Continue)
+	fakeframework.Bench(b, plugin, (*filter)(c), fakeframework.NewRequest("GET", "/", "x-api-key", aliceKey), api.Continue)
 }
 
 func BenchmarkKeyAuthQueryHit(b *testing.B) {
 	c, _ := mustParse(b, baseConfig(map[string]any{"consumer_header": ""}))
-	plugintest.Bench(b, plugin, (*filter)(c), plugintest.NewRequest("GET", "/p?x=1&api_key="+bobKey), api.Continue)
+	fakeframework.Bench(b, plugin, (*filter)(c), fakeframework.NewRequest("GET", "/p?x=1&api_key="+bobKey), api.Continue)
 }
 
 func BenchmarkKeyAuthWrongKey(b *testing.B) {
 	c, _ := mustParse(b, baseConfig(nil))
-	plugintest.Bench(b, plugin, (*filter)(c), plugintest.NewRequest("GET", "/", "x-api-key", "wrong-wrong-wrong"), api.Stop)
+	fakeframework.Bench(b, plugin, (*filter)(c), fakeframework.NewRequest("GET", "/", "x-api-key", "wrong-wrong-wrong"), api.Stop)
 }

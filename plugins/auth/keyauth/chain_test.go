@@ -3,8 +3,8 @@ package keyauth
 import (
 	"testing"
 
-	"github.com/moeproxy/moe/shared/fakehost"
 	"github.com/moeproxy/moe/shared/filtermanager"
+	"github.com/moeproxy/moe/shared/testing/fakeenvoy"
 )
 
 // Through the real framework (registry, strict decode, chain, ownership shim)
@@ -14,8 +14,8 @@ const chainJSON = `{"plugins":[{"name":"key-auth","config":{
 	"consumers":[{"name":"alice","keys":["alice-key-0123456789"]}]}}]}`
 
 func TestThroughFramework(t *testing.T) {
-	cfg := fakehost.MustParseChain(t, chainJSON)
-	res := fakehost.Do(filtermanager.Factory, cfg, fakehost.Request{Headers: [][2]string{{"x-api-key", "alice-key-0123456789"}}})
+	cfg := fakeenvoy.MustParseChain(t, chainJSON)
+	res := fakeenvoy.Do(filtermanager.Factory, cfg, fakeenvoy.Request{Headers: [][2]string{{"x-api-key", "alice-key-0123456789"}}})
 	if res.Status != 200 || res.Upstream == nil || len(res.Violations) > 0 {
 		t.Fatalf("status %d violations %v", res.Status, res.Violations)
 	}
@@ -25,25 +25,25 @@ func TestThroughFramework(t *testing.T) {
 	if _, ok := res.Upstream.Headers["x-api-key"]; ok {
 		t.Fatal("key reached the upstream")
 	}
-	res = fakehost.Do(filtermanager.Factory, cfg, fakehost.Request{})
+	res = fakeenvoy.Do(filtermanager.Factory, cfg, fakeenvoy.Request{})
 	if res.Status != 401 || res.Upstream != nil || res.Body != "missing API key\n" {
 		t.Fatalf("no key: %d %q", res.Status, res.Body)
 	}
 	if v := res.Headers["www-authenticate"]; len(v) != 1 || v[0] != `Key realm="moe"` {
 		t.Fatalf("challenge %v", v)
 	}
-	if _, err := fakehost.ParseFilter(filtermanager.Parser{}, `{"plugins":[{"name":"key-auth","config":{"consumers":[{"name":"a","keys":["k"]}]}}]}`); err == nil {
+	if _, err := fakeenvoy.ParseFilter(filtermanager.Parser{}, `{"plugins":[{"name":"key-auth","config":{"consumers":[{"name":"a","keys":["k"]}]}}]}`); err == nil {
 		t.Fatal("bad config accepted")
 	}
 }
 
 // BenchmarkChain is the whole per-request cost through the framework over
-// fakehost.Bench; the baseline is a bare pass-through Envoy filter on the same
+// fakeenvoy.Bench; the baseline is a bare pass-through Envoy filter on the same
 // fake, measured in the same run.
 func BenchmarkChain(b *testing.B) {
-	b.Run("baseline-passthrough", fakehost.BenchPassThrough)
-	cfg := fakehost.MustParseChain(b, chainJSON)
+	b.Run("baseline-passthrough", fakeenvoy.BenchPassThrough)
+	cfg := fakeenvoy.MustParseChain(b, chainJSON)
 	b.Run("key-auth", func(b *testing.B) {
-		fakehost.BenchChain(b, cfg, [2]string{"x-api-key", "alice-key-0123456789"})
+		fakeenvoy.BenchChain(b, cfg, [2]string{"x-api-key", "alice-key-0123456789"})
 	})
 }

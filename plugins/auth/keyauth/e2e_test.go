@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/moeproxy/moe/shared/hosttest"
+	"github.com/moeproxy/moe/shared/testing/hosttest"
 )
 
 // TestE2EExample runs envoy/examples/key-auth.yaml through moe-host and the
@@ -19,7 +19,7 @@ func TestE2EExample(t *testing.T) {
 
 	resp, _ = hosttest.Get(t, h.URL+"/", "x-api-key", "alice-key-2026-a", "x-consumer-name", "root")
 	e := hosttest.DecodeEcho(t, resp)
-	if e.Header("x-consumer-name") != "alice" || len(e.Headers["X-Consumer-Name"]) != 1 {
+	if e.Header("x-consumer-name") != "alice" || len(e.Values("X-Consumer-Name")) != 1 {
 		t.Fatalf("consumer header upstream: %v", e.Headers)
 	}
 	if e.Header("x-api-key") != "" {
@@ -33,8 +33,8 @@ func TestE2EExample(t *testing.T) {
 
 	resp, _ = hosttest.Get(t, h.URL+"/items?x=1&api_key=bob-key-2026-b1&y=2")
 	e = hosttest.DecodeEcho(t, resp)
-	if e.Header("x-consumer-name") != "bob" || e.Path != "/items?x=1&y=2" {
-		t.Fatalf("query key: consumer %q path %q", e.Header("x-consumer-name"), e.Path)
+	if e.Header("x-consumer-name") != "bob" || e.URI != "/items?x=1&y=2" {
+		t.Fatalf("query key: consumer %q path %q", e.Header("x-consumer-name"), e.URI)
 	}
 
 	resp, _ = hosttest.Get(t, h.URL+"/", "cookie", "a=1; api_key=bob-key-2026-b1")

@@ -6,7 +6,7 @@ import (
 
 	"github.com/moeproxy/moe/plugins/auth/internal/authn"
 	"github.com/moeproxy/moe/shared/api"
-	"github.com/moeproxy/moe/shared/plugintest"
+	"github.com/moeproxy/moe/shared/testing/fakeframework"
 )
 
 const (
@@ -34,31 +34,31 @@ func TestKeyAuthRequests(t *testing.T) {
 	c, _ := mustParse(t, baseConfig(nil))
 	tests := []struct {
 		name     string
-		req      *plugintest.Request
+		req      *fakeframework.Request
 		code     int    // 0: passes
 		consumer string // when it passes
 		reason   string // body when refused
 	}{
-		{"header key identifies consumer", plugintest.NewRequest("GET", "/", "x-api-key", aliceKey), 0, "alice", ""},
-		{"second (rotated) key of the same consumer works", plugintest.NewRequest("GET", "/", "x-api-key", aliceNew), 0, "alice", ""},
-		{"query key", plugintest.NewRequest("GET", "/p?a=1&api_key="+bobKey), 0, "bob", ""},
-		{"percent-encoded query key", plugintest.NewRequest("GET", "/p?api_key=bob%2Dkey%2Dabcdefghijkl"), 0, "bob", ""},
-		{"cookie key", plugintest.NewRequest("GET", "/", "cookie", "a=b; apikey="+aliceKey), 0, "alice", ""},
-		{"unicode key", plugintest.NewRequest("GET", "/", "x-api-key", uniKey), 0, "bob", ""},
-		{"header wins over query (lookup order)", plugintest.NewRequest("GET", "/?api_key=nope-nope-nope", "x-api-key", bobKey), 0, "bob", ""},
-		{"empty header falls through to query", plugintest.NewRequest("GET", "/?api_key="+bobKey, "x-api-key", ""), 0, "bob", ""},
-		{"no key", plugintest.NewRequest("GET", "/"), 401, "", "missing API key"},
-		{"wrong key", plugintest.NewRequest("GET", "/", "x-api-key", "alice-key-0123456788"), 401, "", "invalid API key"},
-		{"key prefix only", plugintest.NewRequest("GET", "/", "x-api-key", aliceKey[:10]), 401, "", "invalid API key"},
-		{"key with extra suffix", plugintest.NewRequest("GET", "/", "x-api-key", aliceKey+"x"), 401, "", "invalid API key"},
-		{"unicode homoglyph of a key", plugintest.NewRequest("GET", "/", "x-api-key", strings.Replace(uniKey, "к", "k", 1)), 401, "", "invalid API key"},
-		{"CRLF injected in key", plugintest.NewRequest("GET", "/", "x-api-key", aliceKey+"\r\nx-admin: 1"), 401, "", "malformed API key"},
-		{"NUL in key", plugintest.NewRequest("GET", "/", "x-api-key", aliceKey+"\x00"), 401, "", "malformed API key"},
-		{"CRLF in query key", plugintest.NewRequest("GET", "/?api_key="+aliceKey+"%0d%0a"), 401, "", "malformed API key"},
-		{"oversized key", plugintest.NewRequest("GET", "/", "x-api-key", strings.Repeat("k", 1025)), 401, "", "malformed API key"},
-		{"two different keys in one header", plugintest.NewRequest("GET", "/", "x-api-key", aliceKey, "x-api-key", bobKey), 401, "", "malformed API key"},
-		{"the same key twice is fine", plugintest.NewRequest("GET", "/", "x-api-key", aliceKey, "x-api-key", aliceKey), 0, "alice", ""},
-		{"key in an unconfigured header", plugintest.NewRequest("GET", "/", "apikey", aliceKey), 401, "", "missing API key"},
+		{"header key identifies consumer", fakeframework.NewRequest("GET", "/", "x-api-key", aliceKey), 0, "alice", ""},
+		{"second (rotated) key of the same consumer works", fakeframework.NewRequest("GET", "/", "x-api-key", aliceNew), 0, "alice", ""},
+		{"query key", fakeframework.NewRequest("GET", "/p?a=1&api_key="+bobKey), 0, "bob", ""},
+		{"percent-encoded query key", fakeframework.NewRequest("GET", "/p?api_key=bob%2Dkey%2Dabcdefghijkl"), 0, "bob", ""},
+		{"cookie key", fakeframework.NewRequest("GET", "/", "cookie", "a=b; apikey="+aliceKey), 0, "alice", ""},
+		{"unicode key", fakeframework.NewRequest("GET", "/", "x-api-key", uniKey), 0, "bob", ""},
+		{"header wins over query (lookup order)", fakeframework.NewRequest("GET", "/?api_key=nope-nope-nope", "x-api-key", bobKey), 0, "bob", ""},
+		{"empty header falls through to query", fakeframework.NewRequest("GET", "/?api_key="+bobKey, "x-api-key", ""), 0, "bob", ""},
+		{"no key", fakeframework.NewRequest("GET", "/"), 401, "", "missing API key"},
+		{"wrong key", fakeframework.NewRequest("GET", "/", "x-api-key", "alice-key-0123456788"), 401, "", "invalid API key"},
+		{"key prefix only", fakeframework.NewRequest("GET", "/", "x-api-key", aliceKey[:10]), 401, "", "invalid API key"},
+		{"key with extra suffix", fakeframework.NewRequest("GET", "/", "x-api-key", aliceKey+"x"), 401, "", "invalid API key"},
+		{"unicode homoglyph of a key", fakeframework.NewRequest("GET", "/", "x-api-key", strings.Replace(uniKey, "к", "k", 1)), 401, "", "invalid API key"},
+		{"CRLF injected in key", fakeframework.NewRequest("GET", "/", "x-api-key", aliceKey+"\r\nx-admin: 1"), 401, "", "malformed API key"},
+		{"NUL in key", fakeframework.NewRequest("GET", "/", "x-api-key", aliceKey+"\x00"), 401, "", "malformed API key"},
+		{"CRLF in query key", fakeframework.NewRequest("GET", "/?api_key="+aliceKey+"%0d%0a"), 401, "", "malformed API key"},
+		{"oversized key", fakeframework.NewRequest("GET", "/", "x-api-key", strings.Repeat("k", 1025)), 401, "", "malformed API key"},
+		{"two different keys in one header", fakeframework.NewRequest("GET", "/", "x-api-key", aliceKey, "x-api-key", bobKey), 401, "", "malformed API key"},
+		{"the same key twice is fine", fakeframework.NewRequest("GET", "/", "x-api-key", aliceKey, "x-api-key", aliceKey), 0, "alice", ""},
+		{"key in an unconfigured header", fakeframework.NewRequest("GET", "/", "apikey", aliceKey), 401, "", "missing API key"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -98,7 +98,7 @@ func TestKeyAuthRequests(t *testing.T) {
 
 func TestSpoofedConsumerHeaderIsOverwritten(t *testing.T) {
 	c, _ := mustParse(t, baseConfig(nil))
-	req := plugintest.NewRequest("GET", "/", "x-api-key", bobKey, "x-consumer-name", "alice")
+	req := fakeframework.NewRequest("GET", "/", "x-api-key", bobKey, "x-consumer-name", "alice")
 	run(c, req)
 	if vs := req.Values("x-consumer-name"); len(vs) != 1 || vs[0] != "bob" {
 		t.Fatalf("x-consumer-name = %v", vs)
@@ -107,7 +107,7 @@ func TestSpoofedConsumerHeaderIsOverwritten(t *testing.T) {
 
 func TestHideCredentialsStripsEverySource(t *testing.T) {
 	c, _ := mustParse(t, baseConfig(map[string]any{"hide_credentials": true}))
-	req := plugintest.NewRequest("GET", "/p?a=1&api_key="+bobKey+"&b=2", "x-api-key", aliceKey,
+	req := fakeframework.NewRequest("GET", "/p?a=1&api_key="+bobKey+"&b=2", "x-api-key", aliceKey,
 		"cookie", "s=1; apikey="+aliceKey+"; t=2", "cookie", "apikey="+aliceKey)
 	ctx, st := run(c, req)
 	if st != api.Continue || ctx.Consumer().Name != "alice" {
@@ -126,7 +126,7 @@ func TestHideCredentialsStripsEverySource(t *testing.T) {
 
 func TestCredentialsKeptByDefault(t *testing.T) {
 	c, _ := mustParse(t, baseConfig(nil))
-	req := plugintest.NewRequest("GET", "/?api_key="+bobKey)
+	req := fakeframework.NewRequest("GET", "/?api_key="+bobKey)
 	run(c, req)
 	if !strings.Contains(req.Path(), "api_key=") {
 		t.Fatal("query key removed without hide_credentials")
@@ -136,28 +136,28 @@ func TestCredentialsKeptByDefault(t *testing.T) {
 func TestAnonymousConsumer(t *testing.T) {
 	c, env := mustParse(t, baseConfig(map[string]any{"anonymous_consumer": "guest"}))
 	t.Run("no key lets the request in as the anonymous consumer", func(t *testing.T) {
-		ctx, st := run(c, plugintest.NewRequest("GET", "/"))
+		ctx, st := run(c, fakeframework.NewRequest("GET", "/"))
 		if st != api.Continue || ctx.Consumer().Name != "guest" || !authn.IsAnonymous(ctx.Consumer()) {
 			t.Fatalf("got %v %+v", st, ctx.Consumer())
 		}
 	})
 	t.Run("a wrong key is still refused", func(t *testing.T) {
-		ctx, st := run(c, plugintest.NewRequest("GET", "/", "x-api-key", "wrong-wrong-wrong"))
+		ctx, st := run(c, fakeframework.NewRequest("GET", "/", "x-api-key", "wrong-wrong-wrong"))
 		if st != api.Stop || ctx.Replied.Code != 401 {
 			t.Fatalf("got %v %+v", st, ctx.Replied)
 		}
 	})
 	t.Run("a consumer authenticated by an earlier plugin is kept", func(t *testing.T) {
-		req := plugintest.NewRequest("GET", "/")
-		ctx := plugintest.NewContext("key-auth", req)
+		req := fakeframework.NewRequest("GET", "/")
+		ctx := fakeframework.NewContext("key-auth", req)
 		ctx.SetConsumer(&api.Consumer{Name: "carol"})
 		if st := (*filter)(c).OnReceive(ctx, req, nil, nil); st != api.Continue || ctx.Consumer().Name != "carol" {
 			t.Fatalf("got %v %+v", st, ctx.Consumer())
 		}
 	})
 	t.Run("an anonymous consumer from an earlier plugin is upgraded", func(t *testing.T) {
-		req := plugintest.NewRequest("GET", "/", "x-api-key", aliceKey)
-		ctx := plugintest.NewContext("key-auth", req)
+		req := fakeframework.NewRequest("GET", "/", "x-api-key", aliceKey)
+		ctx := fakeframework.NewContext("key-auth", req)
 		ctx.SetConsumer(authn.NewAnonymous("guest"))
 		if st := (*filter)(c).OnReceive(ctx, req, nil, nil); st != api.Continue || ctx.Consumer().Name != "alice" {
 			t.Fatalf("got %v %+v", st, ctx.Consumer())
@@ -171,8 +171,8 @@ func TestAnonymousConsumer(t *testing.T) {
 
 func TestWithoutAnonymousEveryPluginMustPass(t *testing.T) {
 	c, _ := mustParse(t, baseConfig(nil))
-	req := plugintest.NewRequest("GET", "/")
-	ctx := plugintest.NewContext("key-auth", req)
+	req := fakeframework.NewRequest("GET", "/")
+	ctx := fakeframework.NewContext("key-auth", req)
 	ctx.SetConsumer(&api.Consumer{Name: "carol"})
 	if st := (*filter)(c).OnReceive(ctx, req, nil, nil); st != api.Stop {
 		t.Fatalf("got %v", st)
@@ -184,23 +184,23 @@ func TestKeyRotationByConfigUpdate(t *testing.T) {
 	v2cfg := baseConfig(nil)
 	v2cfg["consumers"] = []map[string]any{{"name": "alice", "keys": []string{aliceNew}}}
 	v2, _ := mustParse(t, v2cfg)
-	if _, st := run(v1, plugintest.NewRequest("GET", "/", "x-api-key", aliceKey)); st != api.Continue {
+	if _, st := run(v1, fakeframework.NewRequest("GET", "/", "x-api-key", aliceKey)); st != api.Continue {
 		t.Fatal("v1 should accept the old key")
 	}
-	if _, st := run(v2, plugintest.NewRequest("GET", "/", "x-api-key", aliceKey)); st != api.Stop {
+	if _, st := run(v2, fakeframework.NewRequest("GET", "/", "x-api-key", aliceKey)); st != api.Stop {
 		t.Fatal("v2 must refuse the removed key")
 	}
-	if _, st := run(v2, plugintest.NewRequest("GET", "/", "x-api-key", aliceNew)); st != api.Continue {
+	if _, st := run(v2, fakeframework.NewRequest("GET", "/", "x-api-key", aliceNew)); st != api.Continue {
 		t.Fatal("v2 should accept the new key")
 	}
 }
 
 func TestMetricsByReason(t *testing.T) {
 	c, env := mustParse(t, baseConfig(nil))
-	run(c, plugintest.NewRequest("GET", "/"))
-	run(c, plugintest.NewRequest("GET", "/", "x-api-key", "nope-nope-nope"))
-	run(c, plugintest.NewRequest("GET", "/", "x-api-key", "a\nb-c-d-e-f-g"))
-	run(c, plugintest.NewRequest("GET", "/", "x-api-key", aliceKey))
+	run(c, fakeframework.NewRequest("GET", "/"))
+	run(c, fakeframework.NewRequest("GET", "/", "x-api-key", "nope-nope-nope"))
+	run(c, fakeframework.NewRequest("GET", "/", "x-api-key", "a\nb-c-d-e-f-g"))
+	run(c, fakeframework.NewRequest("GET", "/", "x-api-key", aliceKey))
 	for name, want := range map[string]uint64{"denied_missing": 1, "denied_invalid": 1, "denied_malformed": 1, "allowed": 1} {
 		if got := env.Count(name); got != want {
 			t.Errorf("%s = %d, want %d", name, got, want)
@@ -250,14 +250,14 @@ func TestPerRouteConfigKeepsParentKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := merge(parent, route).(*Config)
-	if ctx, st := run(m, plugintest.NewRequest("GET", "/")); st != api.Continue || ctx.Consumer().Name != "guest" {
+	if ctx, st := run(m, fakeframework.NewRequest("GET", "/")); st != api.Continue || ctx.Consumer().Name != "guest" {
 		t.Fatalf("anonymous on the route: %v %+v", st, ctx.Replied)
 	}
-	if ctx, st := run(m, plugintest.NewRequest("GET", "/", "x-api-key", bobKey)); st != api.Continue || ctx.Consumer().Name != "bob" {
+	if ctx, st := run(m, fakeframework.NewRequest("GET", "/", "x-api-key", bobKey)); st != api.Continue || ctx.Consumer().Name != "bob" {
 		t.Fatalf("parent keys on the route: %v %+v", st, ctx.Replied)
 	}
 	// The parent is unchanged.
-	if _, st := run(parent, plugintest.NewRequest("GET", "/")); st != api.Stop {
+	if _, st := run(parent, fakeframework.NewRequest("GET", "/")); st != api.Stop {
 		t.Fatal("parent became anonymous")
 	}
 	// A route with its own consumers replaces the parent's.
@@ -266,7 +266,7 @@ func TestPerRouteConfigKeepsParentKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	m = merge(parent, own).(*Config)
-	if _, st := run(m, plugintest.NewRequest("GET", "/", "apikey", bobKey)); st != api.Stop {
+	if _, st := run(m, fakeframework.NewRequest("GET", "/", "apikey", bobKey)); st != api.Stop {
 		t.Fatal("parent key accepted on a route with its own consumers")
 	}
 }
@@ -276,7 +276,7 @@ func TestRouteOnlyConfigWithoutConsumersRefuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ctx, st := run(c, plugintest.NewRequest("GET", "/", "apikey", aliceKey)); st != api.Stop || ctx.Replied.Code != 401 {
+	if ctx, st := run(c, fakeframework.NewRequest("GET", "/", "apikey", aliceKey)); st != api.Stop || ctx.Replied.Code != 401 {
 		t.Fatalf("got %v", st)
 	}
 }

@@ -7,8 +7,8 @@ import (
 	_ "github.com/moeproxy/moe/plugins/auth/basicauth"
 	_ "github.com/moeproxy/moe/plugins/auth/hmacauth"
 	_ "github.com/moeproxy/moe/plugins/auth/jwtauth"
-	"github.com/moeproxy/moe/shared/fakehost"
 	"github.com/moeproxy/moe/shared/filtermanager"
+	"github.com/moeproxy/moe/shared/testing/fakeenvoy"
 )
 
 // Kong-style OR of auth plugins: a first plugin authenticates alice and
@@ -37,8 +37,8 @@ func TestSteppingAsidePluginStillOwnsItsConsumerHeader(t *testing.T) {
 			[2]string{"authorization", "Basic " + base64.StdEncoding.EncodeToString([]byte("alice:alice-password"))}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := fakehost.MustParseChain(t, `{"plugins":[`+tc.first+`,`+tc.second+`]}`)
-			res := fakehost.Do(filtermanager.Factory, cfg, fakehost.Request{Headers: [][2]string{
+			cfg := fakeenvoy.MustParseChain(t, `{"plugins":[`+tc.first+`,`+tc.second+`]}`)
+			res := fakeenvoy.Do(filtermanager.Factory, cfg, fakeenvoy.Request{Headers: [][2]string{
 				tc.cred,
 				{"x-consumer-name", "admin"},
 			}})

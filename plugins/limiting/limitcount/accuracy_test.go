@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moeproxy/moe/shared/fakehost"
+	"github.com/moeproxy/moe/shared/testing/fakeenvoy"
 )
 
 // offer sends rps requests per second for dur (each in its own goroutine,
@@ -76,7 +76,7 @@ func TestAccuracy(t *testing.T) {
 				waitForWindowOffset(t, r, 1000, 0, false)
 			}
 			at, rejected, other := offer(t, func() int {
-				return run.Do(fakehost.Request{RemoteAddr: "192.0.2.7:1234"}).Status
+				return run.Do(fakeenvoy.Request{RemoteAddr: "192.0.2.7:1234"}).Status
 			}, rps, seconds*time.Second)
 			rate := float64(len(at)) / seconds
 			t.Logf("%s window: offered %d rps for %ds against %d/1s: admitted %d (%.1f/s, %+.1f%% of the limit), rejected %d, other %d; at most %d admitted in any 1s",

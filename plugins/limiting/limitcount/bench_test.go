@@ -10,9 +10,9 @@ import (
 
 	"github.com/moeproxy/moe/shared/api"
 	"github.com/moeproxy/moe/shared/config"
-	"github.com/moeproxy/moe/shared/fakehost"
 	"github.com/moeproxy/moe/shared/filtermanager"
 	"github.com/moeproxy/moe/shared/registry"
+	"github.com/moeproxy/moe/shared/testing/fakeenvoy"
 )
 
 // asyncNoop is a baseline: a plugin that does nothing but declares MayBlock
@@ -45,7 +45,7 @@ func (s stubStore) take(context.Context, string) (decision, error) {
 // optionally replacing limit-count's store.
 func benchChain(b *testing.B, name string, cfg map[string]any, st store) any {
 	if name == "" {
-		c, err := fakehost.ParseFilter(filtermanager.Parser{}, `{"plugins":[]}`)
+		c, err := fakeenvoy.ParseFilter(filtermanager.Parser{}, `{"plugins":[]}`)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -104,7 +104,7 @@ func BenchmarkRequest(b *testing.B) {
 				st = stubStore{reject: tc.reject}
 			}
 			chain := benchChain(b, tc.plugin, tc.cfg, st)
-			bench := fakehost.NewBench(filtermanager.Factory, chain, [2]string{"x-user", "alice"})
+			bench := fakeenvoy.NewBench(filtermanager.Factory, chain, [2]string{"x-user", "alice"})
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
@@ -151,7 +151,7 @@ func BenchmarkRequestParallel(b *testing.B) {
 		"redis": map[string]any{"addrs": []string{r.Addr()}}}, nil)
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
-		bench := fakehost.NewBench(filtermanager.Factory, chain, [2]string{"x-user", "alice"})
+		bench := fakeenvoy.NewBench(filtermanager.Factory, chain, [2]string{"x-user", "alice"})
 		for pb.Next() {
 			bench.Run()
 		}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/moeproxy/moe/shared/fakehost"
+	"github.com/moeproxy/moe/shared/testing/fakeenvoy"
 )
 
 func TestConfigRejectsBadValuesNamingTheField(t *testing.T) {
@@ -58,7 +58,7 @@ func TestConfigRejectsBadValuesNamingTheField(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			run, err := fakehost.NewPlugin(Name, tc.config)
+			run, err := fakeenvoy.NewPlugin(Name, tc.config)
 			if err == nil {
 				destroy(run)
 				t.Fatalf("accepted %v", tc.config)
@@ -75,7 +75,7 @@ func TestConfigRejectsBadValuesNamingTheField(t *testing.T) {
 }
 
 func TestConfigDefaults(t *testing.T) {
-	run, err := fakehost.NewPlugin(Name, map[string]any{
+	run, err := fakeenvoy.NewPlugin(Name, map[string]any{
 		"count": 60, "time_window": 60, // seconds, as APISIX writes it
 		"redis": map[string]any{"addrs": []string{"127.0.0.1:1"}, "password": "secret-pw"},
 	})
@@ -99,12 +99,12 @@ func TestConfigLoadsTLSFiles(t *testing.T) {
 	if err := os.WriteFile(ca, []byte("not a certificate"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err := fakehost.NewPlugin(Name, map[string]any{"count": 1, "time_window": "1s",
+	_, err := fakeenvoy.NewPlugin(Name, map[string]any{"count": 1, "time_window": "1s",
 		"redis": map[string]any{"addrs": []string{"127.0.0.1:6380"}, "tls": map[string]any{"ca_file": ca}}})
 	if err == nil || !strings.Contains(err.Error(), "no PEM certificate") {
 		t.Fatalf("bad CA file: %v", err)
 	}
-	run, err := fakehost.NewPlugin(Name, map[string]any{"count": 1, "time_window": "1s",
+	run, err := fakeenvoy.NewPlugin(Name, map[string]any{"count": 1, "time_window": "1s",
 		"redis": map[string]any{"addrs": []string{"127.0.0.1:6380"}, "tls": map[string]any{"server_name": "redis.internal"}}})
 	if err != nil {
 		t.Fatal(err)

@@ -5,12 +5,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moeproxy/moe/shared/fakehost"
+	"github.com/moeproxy/moe/shared/testing/fakeenvoy"
 )
 
 // waitRecovered polls until a request is counted by Redis again (its quota
 // headers are back), after Redis restarted.
-func waitRecovered(t *testing.T, run *fakehost.Runner) *fakehost.Result {
+func waitRecovered(t *testing.T, run *fakeenvoy.Runner) *fakeenvoy.Result {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -52,7 +52,7 @@ func TestRedisDownFailOpenAdmitsAndRecovers(t *testing.T) {
 	if n := before.delta("redis_errors"); n != 10 {
 		t.Errorf("redis_errors %d, want 10", n)
 	}
-	if n := len(fakehost.Logs("redis call failed, applying failure_policy fail_open")); n == 0 || n > 5 {
+	if n := len(fakeenvoy.Logs("redis call failed, applying failure_policy fail_open")); n == 0 || n > 5 {
 		t.Errorf("%d log lines about the outage, want a few (one per second at most)", n)
 	}
 	// Redis comes back empty: the script is loaded again (NOSCRIPT -> EVAL)
@@ -128,7 +128,7 @@ func TestRedisTimeoutAppliesThePolicy(t *testing.T) {
 	}
 	before := snapshot()
 	for _, tc := range []struct {
-		run    *fakehost.Runner
+		run    *fakeenvoy.Runner
 		status int
 		max    time.Duration
 	}{{open, 200, 300 * time.Millisecond}, {closed, 503, 330 * time.Millisecond}} {
@@ -155,13 +155,13 @@ func TestConfigReloadsDoNotLeakConnections(t *testing.T) {
 	base := r.connectedClients()
 	clientsBefore := liveClients()
 	cfg := cfgFor(r, map[string]any{"count": 1000})
-	first, err := fakehost.NewPlugin(Name, cfg)
+	first, err := fakeenvoy.NewPlugin(Name, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	do(t, first)
 	for i := 0; i < 10; i++ {
-		next, err := fakehost.NewPlugin(Name, cfg)
+		next, err := fakeenvoy.NewPlugin(Name, cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -172,7 +172,7 @@ func TestConfigReloadsDoNotLeakConnections(t *testing.T) {
 		destroy(first) // the old version goes away, the new one serves
 		first = next
 	}
-	other, err := fakehost.NewPlugin(Name, cfgFor(r, map[string]any{"redis": map[string]any{"timeout": "70ms"}}))
+	other, err := fakeenvoy.NewPlugin(Name, cfgFor(r, map[string]any{"redis": map[string]any{"timeout": "70ms"}}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +203,7 @@ func TestConfigReloadsDoNotLeakConnections(t *testing.T) {
 func TestDroppedConfigWithoutDestroyReleasesItsClient(t *testing.T) {
 	r := startRedis(t)
 	before := liveClients()
-	run, err := fakehost.NewPlugin(Name, cfgFor(r, map[string]any{"redis": map[string]any{"timeout": "77ms"}}))
+	run, err := fakeenvoy.NewPlugin(Name, cfgFor(r, map[string]any{"redis": map[string]any{"timeout": "77ms"}}))
 	if err != nil {
 		t.Fatal(err)
 	}

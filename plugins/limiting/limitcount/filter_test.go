@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moeproxy/moe/shared/fakehost"
+	"github.com/moeproxy/moe/shared/testing/fakeenvoy"
 )
 
 func TestFixedWindowAdmitsCountThenRejectsWithQuotaHeaders(t *testing.T) {
@@ -140,7 +140,7 @@ func TestTwoInstancesShareOneCounter(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res := run.Do(fakehost.Request{Headers: [][2]string{{"x-tenant", "t1"}}})
+			res := run.Do(fakeenvoy.Request{Headers: [][2]string{{"x-tenant", "t1"}}})
 			mu.Lock()
 			codes[res.Status]++
 			mu.Unlock()

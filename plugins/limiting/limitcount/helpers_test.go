@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/moeproxy/moe/shared/fakehost"
+	"github.com/moeproxy/moe/shared/testing/fakeenvoy"
 )
 
 // cfgFor builds a plugin config pointing at r, with overrides. A "redis"
@@ -25,10 +25,10 @@ func cfgFor(r *redisServer, over map[string]any) map[string]any {
 }
 
 // runner parses a config through the real moe filter manager (the fake Envoy
-// of shared/fakehost) and destroys it when the test ends, as Envoy would.
-func runner(t testing.TB, cfg map[string]any) *fakehost.Runner {
+// of shared/testing/fakeenvoy) and destroys it when the test ends, as Envoy would.
+func runner(t testing.TB, cfg map[string]any) *fakeenvoy.Runner {
 	t.Helper()
-	run, err := fakehost.NewPlugin(Name, cfg)
+	run, err := fakeenvoy.NewPlugin(Name, cfg)
 	if err != nil {
 		t.Fatalf("parse %v: %v", cfg, err)
 	}
@@ -36,15 +36,15 @@ func runner(t testing.TB, cfg map[string]any) *fakehost.Runner {
 	return run
 }
 
-func destroy(run *fakehost.Runner) {
+func destroy(run *fakeenvoy.Runner) {
 	if d, ok := run.Config().(interface{ Destroy() }); ok {
 		d.Destroy()
 	}
 }
 
-func do(t testing.TB, run *fakehost.Runner, kv ...string) *fakehost.Result {
+func do(t testing.TB, run *fakeenvoy.Runner, kv ...string) *fakeenvoy.Result {
 	t.Helper()
-	req := fakehost.Request{RouteName: "r1", RemoteAddr: "192.0.2.1:5555"}
+	req := fakeenvoy.Request{RouteName: "r1", RemoteAddr: "192.0.2.1:5555"}
 	for i := 0; i+1 < len(kv); i += 2 {
 		if kv[i] == "remote" {
 			req.RemoteAddr = kv[i+1]
@@ -59,14 +59,14 @@ func do(t testing.TB, run *fakehost.Runner, kv ...string) *fakehost.Result {
 	return res
 }
 
-func hdr(res *fakehost.Result, k string) string {
+func hdr(res *fakeenvoy.Result, k string) string {
 	if v := res.Headers[k]; len(v) > 0 {
 		return v[0]
 	}
 	return ""
 }
 
-func hdrInt(t testing.TB, res *fakehost.Result, k string) int64 {
+func hdrInt(t testing.TB, res *fakeenvoy.Result, k string) int64 {
 	t.Helper()
 	n, err := strconv.ParseInt(hdr(res, k), 10, 64)
 	if err != nil {
@@ -83,11 +83,11 @@ func snapshot() counters {
 	out := counters{}
 	for _, n := range []string{"passed", "rejected", "rejected_empty_key", "redis_errors", "redis_timeouts",
 		"failure_passed", "failure_rejected", "fallback_passed", "fallback_rejected"} {
-		out[n] = fakehost.Stats.Counter("moe_limit_count_" + n)
+		out[n] = fakeenvoy.Stats.Counter("moe_limit_count_" + n)
 	}
 	return out
 }
 
 func (c counters) delta(name string) uint64 {
-	return fakehost.Stats.Counter("moe_limit_count_"+name) - c[name]
+	return fakeenvoy.Stats.Counter("moe_limit_count_"+name) - c[name]
 }

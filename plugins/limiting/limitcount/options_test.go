@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moeproxy/moe/shared/fakehost"
+	"github.com/moeproxy/moe/shared/testing/fakeenvoy"
 )
 
 func TestRedisPassword(t *testing.T) {
@@ -30,7 +30,7 @@ func TestRedisPassword(t *testing.T) {
 	if res.Status != 503 {
 		t.Fatalf("with a wrong password: %d, want 503 (fail_closed)", res.Status)
 	}
-	for _, line := range fakehost.Logs("") {
+	for _, line := range fakeenvoy.Logs("") {
 		if strings.Contains(line, "secret-pw") || strings.Contains(line, "wrong-pw") {
 			t.Errorf("a log line shows the password: %s", line)
 		}

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/moeproxy/moe/shared/api"
-	"github.com/moeproxy/moe/shared/plugintest"
+	"github.com/moeproxy/moe/shared/testing/fakeframework"
 )
 
 // BenchmarkOnReceive: per-request cost against a pass-through filter run
@@ -30,7 +30,7 @@ func BenchmarkOnReceive(b *testing.B) {
 				c, _ := parse(b, tc.config, nil)
 				f = filterOf(c)
 			}
-			ctxs := make([]*plugintest.Context, max(tc.keys, 1))
+			ctxs := make([]*fakeframework.Context, max(tc.keys, 1))
 			for i := range ctxs {
 				ctxs[i] = newCtx("192.0.2.1:5555", newReq("x-user", fmt.Sprintf("user-%d", i)))
 			}

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moeproxy/moe/shared/fakehost"
+	"github.com/moeproxy/moe/shared/testing/fakeenvoy"
 )
 
 // TestThroughFramework runs the plugin inside the real moe filter manager
@@ -12,30 +12,30 @@ import (
 // then Continue) with it.
 func TestThroughFramework(t *testing.T) {
 	t.Run("inline reject with Retry-After", func(t *testing.T) {
-		r, err := fakehost.NewPlugin(Name, `{"rate":0.5,"burst":1}`)
+		r, err := fakeenvoy.NewPlugin(Name, `{"rate":0.5,"burst":1}`)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res := r.Do(fakehost.Request{RemoteAddr: "192.0.2.1:1000"}); res.Status != 200 || res.Continues != 0 || len(res.Violations) > 0 {
+		if res := r.Do(fakeenvoy.Request{RemoteAddr: "192.0.2.1:1000"}); res.Status != 200 || res.Continues != 0 || len(res.Violations) > 0 {
 			t.Fatalf("first: %d continues=%d %v", res.Status, res.Continues, res.Violations)
 		}
-		res := r.Do(fakehost.Request{RemoteAddr: "192.0.2.1:2000"}) // same IP, other port
+		res := r.Do(fakeenvoy.Request{RemoteAddr: "192.0.2.1:2000"}) // same IP, other port
 		if res.Status != 429 || res.Upstream != nil || len(res.Violations) > 0 {
 			t.Fatalf("second: %d %v", res.Status, res.Violations)
 		}
 		if ra := res.Headers["retry-after"]; len(ra) != 1 || ra[0] != "2" {
 			t.Fatalf("Retry-After %v, want 2", ra)
 		}
-		if res := r.Do(fakehost.Request{RemoteAddr: "192.0.2.2:1000"}); res.Status != 200 {
+		if res := r.Do(fakeenvoy.Request{RemoteAddr: "192.0.2.2:1000"}); res.Status != 200 {
 			t.Fatalf("other IP: %d", res.Status)
 		}
 	})
 	t.Run("delay runs async", func(t *testing.T) {
-		r, err := fakehost.NewPlugin(Name, `{"rate":20,"burst":1,"key":"$header_x-user","max_delay":"1s"}`)
+		r, err := fakeenvoy.NewPlugin(Name, `{"rate":20,"burst":1,"key":"$header_x-user","max_delay":"1s"}`)
 		if err != nil {
 			t.Fatal(err)
 		}
-		req := fakehost.Request{Headers: [][2]string{{"x-user", "a"}}}
+		req := fakeenvoy.Request{Headers: [][2]string{{"x-user", "a"}}}
 		start := time.Now()
 		for i := 0; i < 3; i++ {
 			res := r.Do(req)
@@ -51,15 +51,15 @@ func TestThroughFramework(t *testing.T) {
 		}
 	})
 	t.Run("client abort while delayed", func(t *testing.T) {
-		r, err := fakehost.NewPlugin(Name, `{"rate":1,"burst":1,"key":"$header_x-user","max_delay":"5s"}`)
+		r, err := fakeenvoy.NewPlugin(Name, `{"rate":1,"burst":1,"key":"$header_x-user","max_delay":"5s"}`)
 		if err != nil {
 			t.Fatal(err)
 		}
-		req := fakehost.Request{Headers: [][2]string{{"x-user", "a"}}}
+		req := fakeenvoy.Request{Headers: [][2]string{{"x-user", "a"}}}
 		if res := r.Do(req); res.Status != 200 {
 			t.Fatal(res.Status)
 		}
-		req.AbortAt = fakehost.DecodeHeaders
+		req.AbortAt = fakeenvoy.DecodeHeaders
 		start := time.Now()
 		res := r.Do(req)
 		if el := time.Since(start); el > 2*time.Second {
@@ -74,17 +74,17 @@ func TestThroughFramework(t *testing.T) {
 
 // BenchmarkChain: whole requests through the fake Envoy and the moe filter
 // manager against an Envoy pass-through filter and an empty moe chain.
-// (fakehost.Bench has no StreamInfo, so the key is a header here.)
+// (fakeenvoy.Bench has no StreamInfo, so the key is a header here.)
 func BenchmarkChain(b *testing.B) {
 	user := [2]string{"x-user", "alice"}
-	b.Run("baseline-envoy-passthrough", fakehost.BenchPassThrough)
-	b.Run("baseline-empty-moe-chain", func(b *testing.B) { fakehost.BenchChain(b, fakehost.MustParseChain(b, `{"plugins":[]}`), user) })
+	b.Run("baseline-envoy-passthrough", fakeenvoy.BenchPassThrough)
+	b.Run("baseline-empty-moe-chain", func(b *testing.B) { fakeenvoy.BenchChain(b, fakeenvoy.MustParseChain(b, `{"plugins":[]}`), user) })
 	b.Run("limit-req-passed", func(b *testing.B) {
-		fakehost.BenchChain(b, fakehost.MustParseChain(b, `{"plugins":[{"name":"limit-req","config":{"rate":1e9,"burst":1000000,"key":"$header_x-user"}}]}`), user)
+		fakeenvoy.BenchChain(b, fakeenvoy.MustParseChain(b, `{"plugins":[{"name":"limit-req","config":{"rate":1e9,"burst":1000000,"key":"$header_x-user"}}]}`), user)
 	})
 	// max_delay set: every request runs the phase in a goroutine (the price of
 	// being allowed to wait), even when it does not wait.
 	b.Run("limit-req-passed-with-max_delay-async", func(b *testing.B) {
-		fakehost.BenchChain(b, fakehost.MustParseChain(b, `{"plugins":[{"name":"limit-req","config":{"rate":1e9,"burst":1000000,"key":"$header_x-user","max_delay":"1s"}}]}`), user)
+		fakeenvoy.BenchChain(b, fakeenvoy.MustParseChain(b, `{"plugins":[{"name":"limit-req","config":{"rate":1e9,"burst":1000000,"key":"$header_x-user","max_delay":"1s"}}]}`), user)
 	})
 }

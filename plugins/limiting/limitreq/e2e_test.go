@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moeproxy/moe/shared/hosttest"
+	"github.com/moeproxy/moe/shared/testing/hosttest"
 )
 
 // TestE2EAccuracy offers 200 rps for 2 s from many connections of one client

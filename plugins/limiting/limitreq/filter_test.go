@@ -9,12 +9,12 @@ import (
 	"time"
 
 	"github.com/moeproxy/moe/shared/api"
-	"github.com/moeproxy/moe/shared/plugintest"
+	"github.com/moeproxy/moe/shared/testing/fakeframework"
 )
 
 // send runs one request through the filter; it returns 0 when passed on, or
 // the reply status.
-func send(t testing.TB, f api.ReceiverFilter, ctx *plugintest.Context) int {
+func send(t testing.TB, f api.ReceiverFilter, ctx *fakeframework.Context) int {
 	t.Helper()
 	ctx.Replied = nil
 	st := f.OnReceive(ctx, ctx.Req, nil, nil)
@@ -129,69 +129,69 @@ func TestKeys(t *testing.T) {
 	cases := []struct {
 		name     string
 		config   string
-		reqs     []*plugintest.Context
+		reqs     []*fakeframework.Context
 		want     []int
 		counters map[string]int64
 	}{
 		{
 			name:   "remote_addr ignores the port",
 			config: `{"rate":1}`,
-			reqs:   []*plugintest.Context{newCtx("192.0.2.1:1000", newReq()), newCtx("192.0.2.1:2000", newReq()), newCtx("[2001:db8::1]:3000", newReq()), newCtx("[2001:db8::1]:3001", newReq())},
+			reqs:   []*fakeframework.Context{newCtx("192.0.2.1:1000", newReq()), newCtx("192.0.2.1:2000", newReq()), newCtx("[2001:db8::1]:3000", newReq()), newCtx("[2001:db8::1]:3001", newReq())},
 			want:   []int{0, 429, 0, 429},
 		},
 		{
 			// The framework's $remote_addr has no port, in any template.
 			name:   "remote_addr inside a template ignores the port",
 			config: `{"rate":1,"key":"ip=$remote_addr"}`,
-			reqs:   []*plugintest.Context{newCtx("192.0.2.1:1000", newReq()), newCtx("192.0.2.1:2000", newReq()), newCtx("[::1]:3000", newReq()), newCtx("[::1]:3001", newReq())},
+			reqs:   []*fakeframework.Context{newCtx("192.0.2.1:1000", newReq()), newCtx("192.0.2.1:2000", newReq()), newCtx("[::1]:3000", newReq()), newCtx("[::1]:3001", newReq())},
 			want:   []int{0, 429, 0, 429},
 		},
 		{
 			name:   "header key: separate buckets",
 			config: `{"rate":1,"key":"$header_x-user"}`,
-			reqs:   []*plugintest.Context{newCtx("1.1.1.1:1", newReq("x-user", "a")), newCtx("1.1.1.1:1", newReq("x-user", "b")), newCtx("1.1.1.1:1", newReq("x-user", "a"))},
+			reqs:   []*fakeframework.Context{newCtx("1.1.1.1:1", newReq("x-user", "a")), newCtx("1.1.1.1:1", newReq("x-user", "b")), newCtx("1.1.1.1:1", newReq("x-user", "a"))},
 			want:   []int{0, 0, 429},
 		},
 		{
 			name:     "empty key shared by default",
 			config:   `{"rate":1,"key":"$header_x-user"}`,
-			reqs:     []*plugintest.Context{newCtx("1.1.1.1:1", newReq()), newCtx("2.2.2.2:1", newReq())},
+			reqs:     []*fakeframework.Context{newCtx("1.1.1.1:1", newReq()), newCtx("2.2.2.2:1", newReq())},
 			want:     []int{0, 429},
 			counters: map[string]int64{"passed": 1, "rejected": 1},
 		},
 		{
 			name:     "empty key rejected",
 			config:   `{"rate":100,"key":"$header_x-user","empty_key":"reject"}`,
-			reqs:     []*plugintest.Context{newCtx("1.1.1.1:1", newReq()), newCtx("1.1.1.1:1", newReq("x-user", "a"))},
+			reqs:     []*fakeframework.Context{newCtx("1.1.1.1:1", newReq()), newCtx("1.1.1.1:1", newReq("x-user", "a"))},
 			want:     []int{400, 0},
 			counters: map[string]int64{"rejected_empty_key": 1, "passed": 1},
 		},
 		{
 			name:   "consumer key",
 			config: `{"rate":1,"key":"$consumer"}`,
-			reqs: func() []*plugintest.Context {
+			reqs: func() []*fakeframework.Context {
 				a, b, a2 := newCtx("1.1.1.1:1", newReq()), newCtx("1.1.1.1:1", newReq()), newCtx("1.1.1.1:1", newReq())
 				a.SetConsumer(&api.Consumer{Name: "alice"})
 				b.SetConsumer(&api.Consumer{Name: "bob"})
 				a2.SetConsumer(&api.Consumer{Name: "alice"})
-				return []*plugintest.Context{a, b, a2}
+				return []*fakeframework.Context{a, b, a2}
 			}(),
 			want: []int{0, 0, 429},
 		},
 		{
 			name:   "composite key",
 			config: `{"rate":1,"key":"$method:$header_x-user"}`,
-			reqs: func() []*plugintest.Context {
+			reqs: func() []*fakeframework.Context {
 				g, p := newCtx("1.1.1.1:1", newReq("x-user", "a")), newCtx("1.1.1.1:1", newReq("x-user", "a"))
 				_ = p.Req.SetMethod("POST")
-				return []*plugintest.Context{g, p, g}
+				return []*fakeframework.Context{g, p, g}
 			}(),
 			want: []int{0, 0, 429},
 		},
 		{
 			name:   "CRLF and unicode keys are just keys",
 			config: `{"rate":1,"key":"$header_x-user"}`,
-			reqs:   []*plugintest.Context{newCtx("1:1", newReq("x-user", "a\r\nb")), newCtx("1:1", newReq("x-user", "ä")), newCtx("1:1", newReq("x-user", "a\r\nb"))},
+			reqs:   []*fakeframework.Context{newCtx("1:1", newReq("x-user", "a\r\nb")), newCtx("1:1", newReq("x-user", "ä")), newCtx("1:1", newReq("x-user", "a\r\nb"))},
 			want:   []int{0, 0, 429},
 		},
 	}
@@ -379,7 +379,7 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			plugintest.WantConfigError(t, Name, tc.config, tc.field, tc.reason)
+			fakeframework.WantConfigError(t, Name, tc.config, tc.field, tc.reason)
 		})
 	}
 }

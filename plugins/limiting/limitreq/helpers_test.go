@@ -6,15 +6,15 @@ import (
 	"time"
 
 	"github.com/moeproxy/moe/shared/api"
-	"github.com/moeproxy/moe/shared/plugintest"
+	"github.com/moeproxy/moe/shared/testing/fakeframework"
 )
 
 // newCtx builds a request context for req from the downstream address remote.
-func newCtx(remote string, req *plugintest.Request) *plugintest.Context {
-	return plugintest.NewContext(Name, req).From(remote)
+func newCtx(remote string, req *fakeframework.Request) *fakeframework.Context {
+	return fakeframework.NewContext(Name, req).From(remote)
 }
 
-func newReq(kv ...string) *plugintest.Request { return plugintest.NewRequest("GET", "/", kv...) }
+func newReq(kv ...string) *fakeframework.Request { return fakeframework.NewRequest("GET", "/", kv...) }
 
 // fakeClock is a manual clock, safe for concurrent use.
 type fakeClock struct {
@@ -39,13 +39,13 @@ func (f *fakeClock) Advance(d time.Duration) {
 // parse decodes a JSON config the way the framework does (defaults, strict
 // decode, Validate, Init) with readable metrics and, if clock != nil, a fake
 // clock.
-func parse(t testing.TB, raw string, clock *fakeClock) (*Config, *plugintest.Env) {
+func parse(t testing.TB, raw string, clock *fakeClock) (*Config, *fakeframework.Env) {
 	t.Helper()
-	c, env := plugintest.MustParse[*Config](t, Name, newConfig, raw)
+	c, env := fakeframework.MustParse[*Config](t, Name, newConfig, raw)
 	if clock != nil {
 		c.rt.now = clock.Now
 	}
 	return c, env
 }
 
-func filterOf(c *Config) api.ReceiverFilter { return plugintest.ReceiverFilter(Name, c) }
+func filterOf(c *Config) api.ReceiverFilter { return fakeframework.ReceiverFilter(Name, c) }

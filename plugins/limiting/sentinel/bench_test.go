@@ -4,8 +4,8 @@ import (
 	"testing"
 
 	"github.com/moeproxy/moe/shared/api"
-	"github.com/moeproxy/moe/shared/fakehost"
 	"github.com/moeproxy/moe/shared/filtermanager"
+	"github.com/moeproxy/moe/shared/testing/fakeenvoy"
 )
 
 // passFilter is the baseline: a per-request filter doing nothing, created and
@@ -75,17 +75,17 @@ func BenchmarkSentinelNoRules(b *testing.B) {
 
 // The same, through the real moe filter manager and the framework's fake Envoy
 // (cgo crossings excluded): baseline is the moe filter with an empty chain.
-// fakehost.Bench answers no route name, so these use resource templates
+// fakeenvoy.Bench answers no route name, so these use resource templates
 // without $route_name.
 func benchChain(b *testing.B, chain string) {
-	cfg, err := fakehost.ParseFilter(filtermanager.Parser{}, chain)
+	cfg, err := fakeenvoy.ParseFilter(filtermanager.Parser{}, chain)
 	if err != nil {
 		b.Fatal(err)
 	}
 	if d, ok := cfg.(interface{ Destroy() }); ok {
 		b.Cleanup(d.Destroy)
 	}
-	bench := fakehost.NewBench(filtermanager.Factory, cfg, [2]string{"x-user", "alice"})
+	bench := fakeenvoy.NewBench(filtermanager.Factory, cfg, [2]string{"x-user", "alice"})
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moeproxy/moe/shared/hosttest"
+	"github.com/moeproxy/moe/shared/testing/hosttest"
 )
 
 // End-to-end tests: real HTTP through moe-host running out/libgolang.so, to the

@@ -9,10 +9,10 @@ import (
 
 	"github.com/moeproxy/moe/shared/api"
 	"github.com/moeproxy/moe/shared/config"
-	"github.com/moeproxy/moe/shared/plugintest"
+	"github.com/moeproxy/moe/shared/testing/fakeframework"
 )
 
-// A minimal stand-in for the framework's request context (shared/fakehost does
+// A minimal stand-in for the framework's request context (shared/testing/fakeenvoy does
 // not exist yet): request headers, a route name and a recorded local reply.
 
 type fakeReq struct{ api.Headers }
@@ -97,7 +97,7 @@ func (r *fakeRecv) SetUpstreamOverrideHost(string, bool) error                  
 
 // load decodes, validates and initializes a config from JSON, like the
 // framework does, and destroys it when the test ends.
-func load(t testing.TB, raw string) (*Config, *plugintest.Env) {
+func load(t testing.TB, raw string) (*Config, *fakeframework.Env) {
 	t.Helper()
 	c := NewConfig()
 	if err := config.DecodeStrict([]byte(raw), c); err != nil {
@@ -106,7 +106,7 @@ func load(t testing.TB, raw string) (*Config, *plugintest.Env) {
 	if err := c.Validate(); err != nil {
 		t.Fatalf("validate: %v", err)
 	}
-	m := plugintest.NewEnv("sentinel", false)
+	m := fakeframework.NewEnv("sentinel", false)
 	recorder.reset() // breaker states of an earlier run (-count) of the same namespace
 	if err := c.Init(m); err != nil {
 		t.Fatalf("init: %v", err)

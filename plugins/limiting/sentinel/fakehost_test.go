@@ -4,15 +4,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moeproxy/moe/shared/fakehost"
+	"github.com/moeproxy/moe/shared/testing/fakeenvoy"
 )
 
 // These tests run the plugin inside the real moe filter manager, driven by the
 // framework's fake Envoy.
 
-func mustRunner(t *testing.T, cfg string) *fakehost.Runner {
+func mustRunner(t *testing.T, cfg string) *fakeenvoy.Runner {
 	t.Helper()
-	r, err := fakehost.NewPlugin("sentinel", cfg)
+	r, err := fakeenvoy.NewPlugin("sentinel", cfg)
 	if err != nil {
 		t.Fatalf("parse: %v", err)
 	}
@@ -22,7 +22,7 @@ func mustRunner(t *testing.T, cfg string) *fakehost.Runner {
 	return r
 }
 
-func noViolations(t *testing.T, res *fakehost.Result) {
+func noViolations(t *testing.T, res *fakeenvoy.Result) {
 	t.Helper()
 	if len(res.Violations) > 0 {
 		t.Fatalf("SDK violations: %v", res.Violations)
@@ -31,7 +31,7 @@ func noViolations(t *testing.T, res *fakehost.Result) {
 
 func TestFakehostBlockedRequestGetsReplyAndHeader(t *testing.T) {
 	r := mustRunner(t, `{"namespace":"fh-flow","flow":[{"threshold":1}]}`)
-	req := fakehost.Request{RouteName: "default"}
+	req := fakeenvoy.Request{RouteName: "default"}
 	if res := r.Do(req); res.Status != 200 {
 		t.Fatalf("first request: %d", res.Status)
 	}
@@ -53,32 +53,32 @@ func TestFakehostBlockedRequestGetsReplyAndHeader(t *testing.T) {
 
 func TestFakehostAbortedRequestsExitTheirEntryOnce(t *testing.T) {
 	r := mustRunner(t, `{"namespace":"fh-abort","isolation":[{"max_concurrency":1}]}`)
-	before := fakehost.Stats.Gauge("moe_sentinel_inflight")
-	for _, at := range []fakehost.Phase{fakehost.DecodeHeaders, fakehost.EncodeHeaders} {
-		res := r.Do(fakehost.Request{RouteName: "default", AbortAt: at})
+	before := fakeenvoy.Stats.Gauge("moe_sentinel_inflight")
+	for _, at := range []fakeenvoy.Phase{fakeenvoy.DecodeHeaders, fakeenvoy.EncodeHeaders} {
+		res := r.Do(fakeenvoy.Request{RouteName: "default", AbortAt: at})
 		noViolations(t, res)
 		if !res.Aborted || !res.Destroyed {
 			t.Fatalf("abort at %v: aborted %v destroyed %v", at, res.Aborted, res.Destroyed)
 		}
 		// With max_concurrency 1 the next request passes only if the aborted
 		// one's entry was exited.
-		if res := r.Do(fakehost.Request{RouteName: "default"}); res.Status != 200 {
+		if res := r.Do(fakeenvoy.Request{RouteName: "default"}); res.Status != 200 {
 			t.Fatalf("after an abort at %v the next request got %d: entry not exited", at, res.Status)
 		}
 	}
-	if got := fakehost.Stats.Gauge("moe_sentinel_inflight"); got != before {
+	if got := fakeenvoy.Stats.Gauge("moe_sentinel_inflight"); got != before {
 		t.Fatalf("inflight gauge %d, was %d: an entry was exited twice or never", got, before)
 	}
 }
 
 func TestFakehostErrorsFromUpstreamOpenTheBreaker(t *testing.T) {
 	r := mustRunner(t, `{"namespace":"fh-cb","circuit_breakers":[{"strategy":"error_count","threshold":2,"min_request_amount":1,"retry_timeout":"10s"}]}`)
-	fail := fakehost.Request{RouteName: "default", Upstream: func(*fakehost.Upstream) fakehost.Response {
-		return fakehost.Response{Status: 503, Body: []string{"down"}}
+	fail := fakeenvoy.Request{RouteName: "default", Upstream: func(*fakeenvoy.Upstream) fakeenvoy.Response {
+		return fakeenvoy.Response{Status: 503, Body: []string{"down"}}
 	}}
 	r.Do(fail)
 	r.Do(fail)
-	res := r.Do(fakehost.Request{RouteName: "default"})
+	res := r.Do(fakeenvoy.Request{RouteName: "default"})
 	noViolations(t, res)
 	if res.Status != 503 || res.LocalReply == nil {
 		t.Fatalf("after 2 upstream errors: status %d reply %+v", res.Status, res.LocalReply)
@@ -91,7 +91,7 @@ func TestFakehostErrorsFromUpstreamOpenTheBreaker(t *testing.T) {
 func TestFakehostThrottlingRunsOffTheWorkerThread(t *testing.T) {
 	r := mustRunner(t, `{"namespace":"fh-throttle","flow":[{"threshold":20,"behavior":"throttling","max_queueing_time":"200ms"}]}`)
 	for i := 0; i < 3; i++ {
-		res := r.Do(fakehost.Request{RouteName: "default"})
+		res := r.Do(fakeenvoy.Request{RouteName: "default"})
 		noViolations(t, res)
 		if res.Status != 200 {
 			t.Fatalf("request %d: %d", i, res.Status)
@@ -108,10 +108,10 @@ func TestFakehostRouteConfigHasItsOwnRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	admitted := func(run *fakehost.Runner, route string, n int) int {
+	admitted := func(run *fakeenvoy.Runner, route string, n int) int {
 		ok := 0
 		for i := 0; i < n; i++ {
-			if run.Do(fakehost.Request{RouteName: route}).Status == 200 {
+			if run.Do(fakeenvoy.Request{RouteName: route}).Status == 200 {
 				ok++
 			}
 		}
@@ -129,14 +129,14 @@ func TestFakehostRequestDestroyedWhileQueuedIsExited(t *testing.T) {
 	// A literal resource: rendering it does not touch the stream, so OnReceive
 	// reaches sentinel even when the stream is already gone.
 	r := mustRunner(t, `{"namespace":"fh-queued","resource":"api","flow":[{"threshold":5,"behavior":"throttling","max_queueing_time":"1s"}]}`)
-	inflight := func() uint64 { return fakehost.Stats.Gauge("moe_sentinel_inflight") }
-	passed := func() uint64 { return fakehost.Stats.Counter("moe_sentinel_res_api_passed") }
+	inflight := func() uint64 { return fakeenvoy.Stats.Gauge("moe_sentinel_inflight") }
+	passed := func() uint64 { return fakeenvoy.Stats.Counter("moe_sentinel_res_api_passed") }
 	before, passedBefore := inflight(), passed()
-	r.Do(fakehost.Request{RouteName: "default"}) // takes the current slot
+	r.Do(fakeenvoy.Request{RouteName: "default"}) // takes the current slot
 	// The next request waits ~200ms in sentinel, in a goroutine; the client
 	// goes away meanwhile. Sentinel admits it later: its entry must be exited
 	// at once.
-	res := r.Do(fakehost.Request{RouteName: "default", AbortAt: fakehost.DecodeHeaders})
+	res := r.Do(fakeenvoy.Request{RouteName: "default", AbortAt: fakeenvoy.DecodeHeaders})
 	noViolations(t, res)
 	if !res.Destroyed {
 		t.Fatal("stream not destroyed")

@@ -5,7 +5,7 @@ import (
 
 	"github.com/moeproxy/moe/plugins/auth/internal/authn"
 	"github.com/moeproxy/moe/shared/api"
-	"github.com/moeproxy/moe/shared/plugintest"
+	"github.com/moeproxy/moe/shared/testing/fakeframework"
 )
 
 func TestOptionsValidate(t *testing.T) {
@@ -47,7 +47,7 @@ func TestAnonymousAndAlreadyAuthenticated(t *testing.T) {
 	if (&authn.Options{}).Anonymous() != nil {
 		t.Fatal("anonymous consumer without a name")
 	}
-	ctx := plugintest.NewContext("p", plugintest.NewRequest("GET", "/"))
+	ctx := fakeframework.NewContext("p", fakeframework.NewRequest("GET", "/"))
 	if authn.AlreadyAuthenticated(ctx) {
 		t.Fatal("no consumer yet")
 	}
@@ -81,7 +81,7 @@ func TestConsumerSpec(t *testing.T) {
 }
 
 func TestStatsAndDigest(t *testing.T) {
-	env := plugintest.NewEnv("p", false)
+	env := fakeframework.NewEnv("p", false)
 	s := authn.NewStats(env.Metrics(), "missing")
 	s.Allowed()
 	s.Denied("missing")

@@ -1,11 +1,20 @@
-package main
+// Package echo is the one echo upstream of moe: the demo upstream behind `make run`
+// (cmd/echo-upstream) and the upstream of every end-to-end test (hosttest starts it in
+// process). Every request is answered with an Echoed JSON description of itself, and the
+// response carries "x-upstream: <name>" so a test with several upstreams can tell where a
+// request went. A few paths do more:
+//
+//	/status/<code>  answer with that status code (200..999)
+//	/delay/<ms>     wait first (the wait ends when the client goes away)
+//	/chunked        a chunked response ending with trailer x-upstream-trailer: done
+//	/bytes/<n>      n bytes of body (a repeating alphabet, with content-length)
+package echo
 
 import (
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -18,29 +27,55 @@ const (
 	maxDelay       = 5 * time.Minute
 )
 
-// echo is what every request is answered with (unless the path asks for something else).
-type echo struct {
-	Method string `json:"method"`
-	Path   string `json:"path"`
-	Query  string `json:"query"`
-	Host   string `json:"host"`
-	// Headers has lower-cased names; repeated headers are joined with ",".
-	Headers  map[string]string `json:"headers"`
-	Body     string            `json:"body"`
-	BodyLen  int               `json:"body_len"`
-	Trailers map[string]string `json:"trailers,omitempty"`
-	Remote   string            `json:"remote"`
+// Echoed is what every echoed request is answered with: the request as the upstream saw it.
+type Echoed struct {
+	// Upstream is the name the upstream was started with.
+	Upstream string `json:"upstream"`
+	Method   string `json:"method"`
+	// URI is the request target as received (path and query); Path and Query are its parts.
+	URI   string `json:"uri"`
+	Path  string `json:"path"`
+	Query string `json:"query"`
+	Host  string `json:"host"`
+	// Headers and Trailers have lower-cased names; repeated fields keep every value in order.
+	Headers  map[string][]string `json:"headers"`
+	Body     string              `json:"body"`
+	BodyLen  int                 `json:"body_len"`
+	Trailers map[string][]string `json:"trailers,omitempty"`
+	Remote   string              `json:"remote"`
 }
 
-// newHandler routes the special paths; everything else is echoed.
-func newHandler() http.Handler {
+// Header returns the first value of a request header the upstream received ("" if absent).
+func (e Echoed) Header(name string) string {
+	if v := e.Values(name); len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+// Values returns every value of a request header the upstream received.
+func (e Echoed) Values(name string) []string { return e.Headers[strings.ToLower(name)] }
+
+// Trailer returns the first value of a request trailer the upstream received.
+func (e Echoed) Trailer(name string) string {
+	if v := e.Trailers[strings.ToLower(name)]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+// NewHandler returns the echo handler; name is reported in Echoed.Upstream and x-upstream.
+func NewHandler(name string) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/status/{code}", handleStatus)
 	mux.HandleFunc("/delay/{ms}", handleDelay)
 	mux.HandleFunc("/chunked", handleChunked)
 	mux.HandleFunc("/bytes/{n}", handleBytes)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { writeEcho(w, r, http.StatusOK) })
-	return mux
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("x-upstream", name)
+		mux.ServeHTTP(w, r)
+	})
 }
 
 func handleStatus(w http.ResponseWriter, r *http.Request) {
@@ -114,20 +149,22 @@ func writeEcho(w http.ResponseWriter, r *http.Request, code int) {
 		http.Error(w, fmt.Sprintf("read body: %v", err), http.StatusRequestEntityTooLarge)
 		return
 	}
-	e := echo{
-		Method:  r.Method,
-		Path:    r.URL.Path,
-		Query:   r.URL.RawQuery,
-		Host:    r.Host,
-		Headers: flatten(r.Header),
-		Body:    string(body),
-		BodyLen: len(body),
-		Remote:  r.RemoteAddr,
+	e := Echoed{
+		Upstream: w.Header().Get("x-upstream"),
+		Method:   r.Method,
+		URI:      r.RequestURI,
+		Path:     r.URL.Path,
+		Query:    r.URL.RawQuery,
+		Host:     r.Host,
+		Headers:  lower(r.Header),
+		Body:     string(body),
+		BodyLen:  len(body),
+		Remote:   r.RemoteAddr,
 	}
 	if len(r.Trailer) > 0 {
-		e.Trailers = flatten(r.Trailer)
+		e.Trailers = lower(r.Trailer)
 	}
-	js, err := json.MarshalIndent(e, "", "  ")
+	js, err := json.Marshal(e)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
@@ -137,15 +174,11 @@ func writeEcho(w http.ResponseWriter, r *http.Request, code int) {
 	w.Write(append(js, '\n')) //nolint:errcheck // the client went away; nothing to do
 }
 
-func flatten(h http.Header) map[string]string {
-	out := make(map[string]string, len(h))
-	keys := make([]string, 0, len(h))
-	for k := range h {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		out[strings.ToLower(k)] = strings.Join(h[k], ",")
+func lower(h http.Header) map[string][]string {
+	out := make(map[string][]string, len(h))
+	for k, v := range h {
+		lk := strings.ToLower(k)
+		out[lk] = append(out[lk], v...)
 	}
 	return out
 }

@@ -1,4 +1,4 @@
-package main
+package echo
 
 import (
 	"encoding/json"
@@ -13,7 +13,7 @@ import (
 
 func newServer(t *testing.T) *httptest.Server {
 	t.Helper()
-	srv := httptest.NewServer(newHandler())
+	srv := httptest.NewServer(NewHandler("test"))
 	t.Cleanup(srv.Close)
 	return srv
 }
@@ -42,12 +42,12 @@ func TestEchoDescribesTheRequest(t *testing.T) {
 	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/json" {
 		t.Fatalf("status %d, content-type %q", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
-	var e echo
+	var e Echoed
 	if err := json.Unmarshal(body, &e); err != nil {
 		t.Fatalf("%v: %s", err, body)
 	}
 	if e.Method != "POST" || e.Path != "/some/path" || e.Query != "a=1&b=2" || e.Host != "example.test" ||
-		e.Body != "hello" || e.BodyLen != 5 || e.Headers["x-multi"] != "1,2" || !strings.HasPrefix(e.Remote, "127.0.0.1:") {
+		e.Body != "hello" || e.BodyLen != 5 || strings.Join(e.Values("X-Multi"), ",") != "1,2" || e.URI != "/some/path?a=1&b=2" || e.Upstream != "test" || resp.Header.Get("x-upstream") != "test" || !strings.HasPrefix(e.Remote, "127.0.0.1:") {
 		t.Fatalf("echo = %+v", e)
 	}
 }
@@ -71,7 +71,7 @@ func TestDelayPathSleepsFirst(t *testing.T) {
 	if elapsed := time.Since(start); elapsed < 60*time.Millisecond {
 		t.Fatalf("answered after %v", elapsed)
 	}
-	if resp.StatusCode != 200 || !strings.Contains(string(body), `"path": "/delay/60"`) {
+	if resp.StatusCode != 200 || !strings.Contains(string(body), `"path":"/delay/60"`) {
 		t.Fatalf("status %d body %s", resp.StatusCode, body)
 	}
 }

@@ -1,9 +1,9 @@
-// Package plugintest is a small in-memory stand-in for the framework's per-request objects,
-// for unit tests and benchmarks that call a plugin's filter methods directly (shared/fakehost
+// Package fakeframework is a small in-memory stand-in for the framework's per-request objects,
+// for unit tests and benchmarks that call a plugin's filter methods directly (shared/testing/fakeenvoy
 // runs the whole chain over a fake Envoy instead): a Context with a request header map, a
 // receiver handler that records the local reply, and a config Env whose metrics can be read
 // back.
-package plugintest
+package fakeframework
 
 import (
 	"context"

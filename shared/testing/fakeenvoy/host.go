@@ -1,4 +1,4 @@
-// Package fakehost is a fake Envoy for unit tests of moe plugins and of the
+// Package fakeenvoy is a fake Envoy for unit tests of moe plugins and of the
 // framework. It implements the Envoy Go SDK interfaces (FilterCallbackHandler,
 // header maps, buffers, stream info, metric callbacks, logging) and drives a
 // real api.StreamFilter through a request the way Envoy's golang filter does:
@@ -10,7 +10,7 @@
 // "processing in Go", or after OnDestroy, is recorded in Result.Violations (and
 // panics like the SDK does). Framework tests assert that list stays empty.
 // Everything is safe under -race.
-package fakehost
+package fakeenvoy
 
 import (
 	"fmt"
@@ -185,7 +185,7 @@ func typedStruct(jsonText string) (*anypb.Any, error) {
 	}
 	a, err := config.TypedStruct(jsonText)
 	if err != nil {
-		return nil, fmt.Errorf("fakehost: bad test JSON: %w", err)
+		return nil, fmt.Errorf("fakeenvoy: bad test JSON: %w", err)
 	}
 	return a, nil
 }

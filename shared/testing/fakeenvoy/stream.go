@@ -1,4 +1,4 @@
-package fakehost
+package fakeenvoy
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package fakehost
+package fakeenvoy
 
 import (
 	"encoding/json"
@@ -10,8 +10,8 @@ import (
 // Runner runs requests through a parsed moe chain: the entry point for plugin
 // unit tests.
 //
-//	r, err := fakehost.NewChain(`{"plugins":[{"name":"key-auth","config":{...}}]}`)
-//	res := r.Do(fakehost.Request{Headers: [][2]string{{"x-api-key", "k1"}}})
+//	r, err := fakeenvoy.NewChain(`{"plugins":[{"name":"key-auth","config":{...}}]}`)
+//	res := r.Do(fakeenvoy.Request{Headers: [][2]string{{"x-api-key", "k1"}}})
 //	// res.Status, res.Upstream.Headers, res.LocalReply, res.Violations ...
 type Runner struct {
 	cfg any

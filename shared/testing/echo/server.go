@@ -1,0 +1,39 @@
+package echo
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+)
+
+// Server is an echo upstream started by a test on 127.0.0.1.
+type Server struct {
+	Name string
+	Port int
+	URL  string // http://127.0.0.1:<port>
+	// Requests counts the requests it received (also those it is still answering).
+	Requests atomic.Int64
+}
+
+// Start runs an echo upstream named name on a free loopback port until the test ends.
+func Start(t testing.TB, name string) *Server {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("echo upstream %s: %v", name, err)
+	}
+	s := &Server{Name: name, Port: l.Addr().(*net.TCPAddr).Port}
+	s.URL = fmt.Sprintf("http://127.0.0.1:%d", s.Port)
+	h := NewHandler(name)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.Requests.Add(1)
+		h.ServeHTTP(w, r)
+	}))
+	srv.Listener = l
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return s
+}

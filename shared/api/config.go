@@ -42,6 +42,9 @@ type ConfigEnv interface {
 	IsRoute() bool
 	// Metrics defines metrics named moe_<plugin>_<name>.
 	Metrics() Metrics
+	// Log writes config-time lines tagged with the plugin name (per request, use
+	// Context.Log).
+	Log() Logger
 }
 
 // FieldError names a config field and why its value is wrong. The framework
@@ -90,3 +93,6 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 func (d Duration) MarshalJSON() ([]byte, error) {
 	return json.Marshal(time.Duration(d).String())
 }
+
+// ConfigType names the type in generated docs and schemas.
+func (Duration) ConfigType() string { return "duration" }

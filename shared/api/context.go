@@ -30,6 +30,17 @@ type Context interface {
 	// Sender is the response-side handler (MOSN StreamSenderFilterHandler).
 	Sender() SenderFilterHandler
 
+	// Reply answers the request locally (a hijack reply from the direction that is
+	// running: the request path in OnReceive, the response path in Append) and
+	// returns Stop, so a filter cannot stop without replying by accident:
+	//
+	//	return ctx.Reply(403, "denied\n", api.Headers{"x-reason": {"acl"}})
+	//
+	// Like every Envoy local reply, a body gets content-type text/plain unless
+	// headers set one. If the reply cannot be sent (the request already ended or was answered), the error
+	// is logged at debug level and Stop is still returned.
+	Reply(code int, body string, headers HeaderMap) Status
+
 	// Consumer is the authenticated consumer, nil until an auth plugin sets it.
 	Consumer() *Consumer
 	// SetConsumer is called by auth plugins once the caller is authenticated.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/moeproxy/moe/shared/api"
+	"github.com/moeproxy/moe/shared/log"
 	"github.com/moeproxy/moe/shared/metrics"
 	"github.com/moeproxy/moe/shared/registry"
 )
@@ -19,6 +20,7 @@ type env struct {
 func (e env) PluginName() string   { return e.plugin }
 func (e env) IsRoute() bool        { return e.route }
 func (e env) Metrics() api.Metrics { return metrics.ForPlugin(e.plugin) }
+func (e env) Log() api.Logger      { return log.Plugin(e.plugin) }
 
 // NewEnv is the api.ConfigEnv given to a plugin config's Init.
 func NewEnv(plugin string, isRoute bool) api.ConfigEnv { return env{plugin: plugin, route: isRoute} }

@@ -101,3 +101,29 @@ func TestUpstreamOverrideHostIsAfterChooseHost(t *testing.T) {
 		t.Errorf("override %q", res.Upstream.OverrideHost)
 	}
 }
+
+func TestContextReplyAnswersFromTheRunningDirection(t *testing.T) {
+	for _, block := range []api.Blocking{0, api.BlockReceive | api.BlockSend} {
+		deny := plugin(t, api.Needs{MayBlock: block}, recvF{func(ctx api.Context, h api.RequestHeaderMap, _ api.Buffer, _ api.HeaderMap) api.Status {
+			if v, _ := h.Get("x-deny"); v == "1" {
+				return ctx.Reply(451, "unavailable", api.NewHeaders("x-reason", "legal"))
+			}
+			return api.Continue
+		}})
+		rewrite := plugin(t, api.Needs{MayBlock: block}, sendF{func(ctx api.Context, h api.ResponseHeaderMap, _ api.Buffer, _ api.HeaderMap) api.Status {
+			if h.Status() == 502 {
+				return ctx.Reply(503, "try later", nil)
+			}
+			return api.Continue
+		}})
+		cfg := mustChain(t, rewrite, deny)
+		res := do(t, cfg, fakeenvoy.Request{Headers: [][2]string{{"x-deny", "1"}}})
+		if res.Status != 451 || res.Body != "unavailable" || res.Upstream != nil || res.Headers["x-reason"][0] != "legal" {
+			t.Errorf("block=%v request side: status %d body %q upstream %v headers %v", block, res.Status, res.Body, res.Upstream, res.Headers)
+		}
+		res = do(t, cfg, fakeenvoy.Request{Upstream: func(*fakeenvoy.Upstream) fakeenvoy.Response { return fakeenvoy.Response{Status: 502} }})
+		if res.Status != 503 || res.Body != "try later" {
+			t.Errorf("block=%v response side: status %d body %q", block, res.Status, res.Body)
+		}
+	}
+}

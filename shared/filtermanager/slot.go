@@ -75,6 +75,32 @@ func (sl *slot) Receiver() api.ReceiverFilterHandler { return (*recvHandler)(sl)
 func (sl *slot) Sender() api.SenderFilterHandler     { return (*sendHandler)(sl) }
 func (sl *slot) Var(name string) (string, bool)      { return variables.Lookup(sl, name) }
 
+func (sl *slot) Reply(code int, body string, headers api.HeaderMap) api.Status {
+	s := sl.s
+	d := &s.dec
+	s.mu.Lock()
+	// Both sides can be active at once (a response arrives while a request-body
+	// phase still runs in a goroutine): the side running this plugin answers.
+	if s.enc.active && (!s.dec.active || s.enc.cur == sl.index()) {
+		d = &s.enc
+	}
+	s.mu.Unlock()
+	if err := s.setReply(d, sl.p.name, code, headers, body); err != nil {
+		log.Printf(envoy.Debug, sl.p.name, s.requestID(), "reply %d not sent: %v", code, err)
+	}
+	return api.Stop
+}
+
+// index is the slot's position in the stream's slot array.
+func (sl *slot) index() int {
+	for i := range sl.s.slots {
+		if &sl.s.slots[i] == sl {
+			return i
+		}
+	}
+	return -1
+}
+
 func (sl *slot) Consumer() *api.Consumer {
 	sl.s.mu.Lock()
 	defer sl.s.mu.Unlock()

@@ -167,3 +167,6 @@ func (t *Template) UnmarshalJSON(b []byte) error {
 }
 
 func (t Template) MarshalJSON() ([]byte, error) { return json.Marshal(t.src) }
+
+// ConfigType names the type in generated docs and schemas.
+func (*Template) ConfigType() string { return "template" }

@@ -153,3 +153,6 @@ func Lookup(ctx api.Context, name string) (string, bool) {
 	}
 	return v.Get(ctx)
 }
+
+// ConfigType names the type in generated docs and schemas.
+func (Var) ConfigType() string { return "variable" }

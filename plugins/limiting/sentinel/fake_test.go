@@ -57,13 +57,17 @@ func (c *fakeCtx) RequestID() string                   { return "req" }
 func (c *fakeCtx) Log() api.Logger                     { return nopLogger{} }
 func (c *fakeCtx) Receiver() api.ReceiverFilterHandler { return (*fakeRecv)(c) }
 func (c *fakeCtx) Sender() api.SenderFilterHandler     { return nil }
-func (c *fakeCtx) Consumer() *api.Consumer             { return nil }
-func (c *fakeCtx) SetConsumer(*api.Consumer)           {}
-func (c *fakeCtx) GetState(string) (any, bool)         { return nil, false }
-func (c *fakeCtx) SetState(string, any)                {}
-func (c *fakeCtx) Var(string) (string, bool)           { return "", false }
-func (c *fakeCtx) replied() *reply                     { c.mu.Lock(); defer c.mu.Unlock(); return c.reply }
-func (c *fakeCtx) resetReply()                         { c.mu.Lock(); c.reply = nil; c.mu.Unlock() }
+func (c *fakeCtx) Reply(code int, body string, h api.HeaderMap) api.Status {
+	_ = c.Receiver().SendHijackReplyWithBody(code, h, body)
+	return api.Stop
+}
+func (c *fakeCtx) Consumer() *api.Consumer     { return nil }
+func (c *fakeCtx) SetConsumer(*api.Consumer)   {}
+func (c *fakeCtx) GetState(string) (any, bool) { return nil, false }
+func (c *fakeCtx) SetState(string, any)        {}
+func (c *fakeCtx) Var(string) (string, bool)   { return "", false }
+func (c *fakeCtx) replied() *reply             { c.mu.Lock(); defer c.mu.Unlock(); return c.reply }
+func (c *fakeCtx) resetReply()                 { c.mu.Lock(); c.reply = nil; c.mu.Unlock() }
 
 type nopLogger struct{}
 

@@ -98,10 +98,14 @@ func (c *Context) RequestID() string                   { return "test-request" }
 func (c *Context) Log() api.Logger                     { return nopLogger{} }
 func (c *Context) Receiver() api.ReceiverFilterHandler { return (*recv)(c) }
 func (c *Context) Sender() api.SenderFilterHandler     { return nil }
-func (c *Context) Consumer() *api.Consumer             { return c.consumer }
-func (c *Context) SetConsumer(cs *api.Consumer)        { c.consumer = cs }
-func (c *Context) Var(string) (string, bool)           { return "", false }
-func (c *Context) GetState(key string) (any, bool)     { v, ok := c.state[key]; return v, ok }
+func (c *Context) Reply(code int, body string, h api.HeaderMap) api.Status {
+	_ = (*recv)(c).SendHijackReplyWithBody(code, h, body)
+	return api.Stop
+}
+func (c *Context) Consumer() *api.Consumer         { return c.consumer }
+func (c *Context) SetConsumer(cs *api.Consumer)    { c.consumer = cs }
+func (c *Context) Var(string) (string, bool)       { return "", false }
+func (c *Context) GetState(key string) (any, bool) { v, ok := c.state[key]; return v, ok }
 func (c *Context) SetState(key string, v any) {
 	if c.state == nil {
 		c.state = map[string]any{}
@@ -186,6 +190,7 @@ func NewEnv(plugin string, route bool) *Env {
 func (e *Env) PluginName() string   { return e.Plugin }
 func (e *Env) IsRoute() bool        { return e.Route }
 func (e *Env) Metrics() api.Metrics { return e.m }
+func (e *Env) Log() api.Logger      { return nopLogger{} }
 
 // Count returns the value of counter name (without prefix), 0 if never defined.
 func (e *Env) Count(name string) uint64 { return uint64(e.m.get(name).Load()) }

@@ -45,6 +45,12 @@ type ConfigEnv interface {
 	// Log writes config-time lines tagged with the plugin name (per request, use
 	// Context.Log).
 	Log() Logger
+	// Consumers are the chain-level consumers (the moe config's `consumers:`
+	// list) that carry a credential for this plugin, in config order. Empty for
+	// per-route configs, for a plugin used as its own golang filter and for
+	// plugins that registered no credential type. Auth plugins index them next to
+	// their own consumer list (shared/consumer.Collect).
+	Consumers() []ConsumerCredential
 }
 
 // FieldError names a config field and why its value is wrong. The framework

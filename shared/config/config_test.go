@@ -48,12 +48,12 @@ func init() {
 	registry.Register(registry.Plugin{
 		Name:      "cfgtest",
 		NewConfig: func() any { return &testConfig{Name: "default", Port: 80} },
-		Factory:   func(any) api.Filter { return nil },
+		Factory:   nopFactory,
 	})
 	for _, n := range []string{"pa", "pb", "pc", "px", "py"} {
-		registry.Register(registry.Plugin{Name: n, NewConfig: func() any { return &testConfig{} }, Factory: func(any) api.Filter { return nil }})
+		registry.Register(registry.Plugin{Name: n, NewConfig: func() any { return &testConfig{} }, Factory: nopFactory})
 	}
-	registry.Register(registry.Plugin{Name: "noconf", Factory: func(any) api.Filter { return nil }})
+	registry.Register(registry.Plugin{Name: "noconf", Factory: nopFactory})
 }
 
 func decode(t *testing.T, raw string) (*testConfig, error) {
@@ -164,25 +164,29 @@ func (*panicky) Validate() error { panic("boom") }
 
 func init() {
 	for _, n := range []string{"da", "db", "dc"} {
-		registry.Register(registry.Plugin{Name: n, NewConfig: func() any { return &destroyable{} }, Factory: func(any) api.Filter { return nil }})
+		registry.Register(registry.Plugin{Name: n, NewConfig: func() any { return &destroyable{} }, Factory: nopFactory})
 	}
-	registry.Register(registry.Plugin{Name: "dpanic", NewConfig: func() any { return &panicky{} }, Factory: func(any) api.Filter { return nil }})
+	registry.Register(registry.Plugin{Name: "dpanic", NewConfig: func() any { return &panicky{} }, Factory: nopFactory})
 }
 
 // A rejected chain must not leak the configs it already initialised (their
 // goroutines, connections): they are destroyed before the error returns.
 func TestParseChainDestroysInitialisedConfigsOnRejection(t *testing.T) {
-	cases := []struct{ raw, want string }{
-		{`{"plugins":[{"name":"da"},{"name":"db"},{"name":"dc","config":{"fail":true}}]}`, "da,db"},
-		{`{"plugins":[{"name":"da"},{"name":"cfgtest","config":{"port":-1}},{"name":"db"}]}`, "da"},
-		{`{"plugins":[{"name":"da"},{"name":"nope"}]}`, "da"},
-		{`{"plugins":[{"name":"da"},{"name":"da"}]}`, "da"},
-		{`{"plugins":[{"name":"da"},{"name":"db"}]}`, ""}, // accepted: nothing destroyed
+	cases := []struct {
+		raw, want string
+		rejected  bool
+	}{
+		{`{"plugins":[{"name":"da"},{"name":"db"},{"name":"dc","config":{"fail":true}}]}`, "da,db", true},
+		{`{"plugins":[{"name":"da"},{"name":"cfgtest","config":{"port":-1}},{"name":"db"}]}`, "da", true},
+		// Names are resolved before any config is initialised: nothing to destroy.
+		{`{"plugins":[{"name":"da"},{"name":"nope"}]}`, "", true},
+		{`{"plugins":[{"name":"da"},{"name":"da"}]}`, "", true},
+		{`{"plugins":[{"name":"da"},{"name":"db"}]}`, "", false}, // accepted: nothing destroyed
 	}
 	for _, tc := range cases {
 		destroyLog = nil
 		_, err := config.ParseChain([]byte(tc.raw), false)
-		if (err == nil) != (tc.want == "") {
+		if (err != nil) != tc.rejected {
 			t.Errorf("%s: error %v", tc.raw, err)
 		}
 		if got := strings.Join(destroyLog, ","); got != tc.want {
@@ -231,7 +235,7 @@ func TestMergeKeepsParentOrderAndPlacesNewPluginsByNeighbour(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", tc.route, err)
 		}
-		got, err := config.Merge(parent, route)
+		got, err := config.Merge(parent.Entries, route.Entries)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -244,7 +248,7 @@ func TestMergeKeepsParentOrderAndPlacesNewPluginsByNeighbour(t *testing.T) {
 func TestMergeRouteConfigWins(t *testing.T) {
 	parent, _ := config.ParseChain([]byte(`{"plugins":[{"name":"cfgtest","config":{"name":"parent"}}]}`), false)
 	route, _ := config.ParseChain([]byte(`{"plugins":[{"name":"cfgtest","config":{"port":1}}]}`), true)
-	got, _ := config.Merge(parent, route)
+	got, _ := config.Merge(parent.Entries, route.Entries)
 	c := got[0].Config.(*testConfig)
 	if c.Name != "default" || c.Port != 1 {
 		t.Errorf("route config should replace the parent's whole: %+v", c)
@@ -285,5 +289,38 @@ func TestCheckDoesNotInit(t *testing.T) {
 	}
 	if len(destroyLog) != 0 {
 		t.Errorf("destroyed %v", destroyLog)
+	}
+}
+
+// nopFilter is the smallest valid filter: one phase that lets requests through.
+type nopFilter struct{}
+
+func (nopFilter) OnReceive(api.Context, api.RequestHeaderMap, api.Buffer, api.HeaderMap) api.Status {
+	return api.Continue
+}
+
+func nopFactory(any) api.Filter { return nopFilter{} }
+
+// initOnly's factory needs an initialised config (like real plugins reading
+// what Init built), so the contract can only be checked at parse time.
+type initOnly struct{ ready bool }
+
+func (c *initOnly) Init(api.ConfigEnv) error { c.ready = true; return nil }
+
+type noPhase struct{}
+
+func (noPhase) Receive() {}
+
+func TestParseRefusesAFilterThatBreaksTheContract(t *testing.T) {
+	registry.Register(registry.Plugin{Name: "cfg-nophase", NewConfig: func() any { return &initOnly{} }, Factory: func(c any) api.Filter {
+		if !c.(*initOnly).ready {
+			panic("not initialised")
+		}
+		return noPhase{}
+	}})
+	t.Cleanup(func() { registry.Unregister("cfg-nophase") })
+	_, err := config.ParseChain([]byte(`{"plugins":[{"name":"cfg-nophase"}]}`), false)
+	if err == nil || !strings.Contains(err.Error(), `invalid config of plugin "cfg-nophase": filter type config_test.noPhase implements no phase`) {
+		t.Fatalf("got %v", err)
 	}
 }

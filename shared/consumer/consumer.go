@@ -1,103 +1,131 @@
-// Package consumer helps auth plugins define consumers in their config and
-// find them per request without work: definitions are validated and indexed by
-// credential when the config is parsed; a request costs one map lookup.
+// Package consumer is moe's one consumer model: how a consumer (the
+// authenticated caller) is defined in config, checked, indexed by auth
+// plugins and marked anonymous.
 //
-//	type Config struct {
-//		Consumers []consumer.Def `json:"consumers"`
-//		index     *consumer.Index[string]
+// Consumers are defined in two places, and auth plugins read both:
+//
+//   - once for the whole chain, in the moe config next to `plugins:`, with a
+//     credential per auth plugin and, optionally, plugins of their own:
+//
+//     consumers:
+//
+//   - name: alice
+//     group: admins
+//     auth: {key-auth: {keys: [alice-key]}, jwt-auth: {claim_value: alice}}
+//     plugins: [{name: limit-req, config: {rate: 100}}]
+//
+//   - in an auth plugin's own `consumers:` list (a Spec plus the credential
+//     fields), as before.
+//
+// An auth plugin registers its credential type (registry.Plugin.NewCredential),
+// embeds Spec next to the same credential type in its own consumer entries,
+// and indexes both lists in Init with Collect:
+//
+//	type Credential struct{ Keys []string `json:"keys"` }
+//	type Consumer struct {
+//		consumer.Spec
+//		Credential
 //	}
+//	entries, err := consumer.Collect(env, "consumers", c.Consumers,
+//		func(x *Consumer) (*consumer.Spec, *Credential) { return &x.Spec, &x.Credential })
 //
-//	func (c *Config) Init(api.ConfigEnv) error {
-//		ix, err := consumer.Build(c.Consumers, "consumers", func(d consumer.Def) (string, error) {
-//			return d.Credentials["key"], nil
-//		})
-//		c.index = ix
-//		return err
-//	}
-//
-//	// in OnReceive:
-//	if cons, ok := f.cfg.index.Lookup(key); ok { ctx.SetConsumer(cons) }
+// Per request the plugin finds the consumer with one lookup and calls
+// Identify (or ctx.SetConsumer).
 package consumer
 
 import (
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/moeproxy/moe/shared/api"
 )
 
-// Def is a consumer as written in plugin config.
-type Def struct {
-	Name       string            `json:"name"`
-	Group      string            `json:"group,omitempty"`
-	Attributes map[string]string `json:"attributes,omitempty"`
-	// Credentials are plugin specific (an API key, a password hash, a key id).
-	Credentials map[string]string `json:"credentials,omitempty"`
+// Spec is how config names a consumer. Embed it (no json name) in a plugin's
+// consumer entries next to the credentials:
+//
+//	consumers: [{name: alice, group: admins, attributes: {tier: gold}, keys: [...]}]
+type Spec struct {
+	// Name identifies the consumer: $consumer, the forwarded consumer header,
+	// consumer-restriction rules and the per-consumer plugins all use it.
+	Name string `json:"name"`
+	// Group is a free-form group (consumer-restriction and $consumer_group).
+	Group string `json:"group"`
+	// Attributes are free-form labels for later plugins (ctx.Consumer()).
+	Attributes map[string]string `json:"attributes"`
 }
 
-// Consumer returns the api.Consumer of a definition (shared, immutable).
-func (d Def) Consumer() *api.Consumer {
-	return &api.Consumer{Name: d.Name, Group: d.Group, Attributes: d.Attributes}
-}
-
-// Index maps a credential of type K to its consumer.
-type Index[K comparable] struct {
-	byCred map[K]*api.Consumer
-	byName map[string]*api.Consumer
-}
-
-// Build validates defs (non-empty unique names, unique credentials) and indexes
-// them by the credential that key returns. field is the config path of the
-// list, used in errors ("consumers[2].name: duplicate ...").
-func Build[K comparable](defs []Def, field string, key func(Def) (K, error)) (*Index[K], error) {
-	ix := &Index[K]{byCred: make(map[K]*api.Consumer, len(defs)), byName: make(map[string]*api.Consumer, len(defs))}
-	for i, d := range defs {
-		at := fmt.Sprintf("%s[%d]", field, i)
-		if d.Name == "" {
-			return nil, api.FieldErrorf(at+".name", "must not be empty")
-		}
-		if _, dup := ix.byName[d.Name]; dup {
-			return nil, api.FieldErrorf(at+".name", "duplicate consumer %q", d.Name)
-		}
-		k, err := key(d)
-		if err != nil {
-			return nil, api.FieldErrorf(at+".credentials", "%v", err)
-		}
-		var zero K
-		if k == zero {
-			return nil, api.FieldErrorf(at+".credentials", "missing credential for consumer %q", d.Name)
-		}
-		if other, dup := ix.byCred[k]; dup {
-			return nil, api.FieldErrorf(at+".credentials", "credential already used by consumer %q", other.Name)
-		}
-		c := d.Consumer()
-		ix.byCred[k] = c
-		ix.byName[d.Name] = c
+// Check validates the spec; field is its path ("consumers[2]") for errors.
+func (s *Spec) Check(field string) error {
+	if err := checkName(s.Name); err != nil {
+		return api.FieldErrorf(field+".name", "%v", err)
 	}
-	return ix, nil
+	if !SafeHeaderValue(s.Group) {
+		return api.FieldErrorf(field+".group", "contains control characters")
+	}
+	for k, v := range s.Attributes {
+		if k == AnonymousAttribute {
+			return api.FieldErrorf(field+".attributes."+k, "reserved attribute name")
+		}
+		if !SafeHeaderValue(v) {
+			return api.FieldErrorf(field+".attributes."+k, "contains control characters")
+		}
+	}
+	return nil
 }
 
-// Lookup finds the consumer of a credential.
-func (ix *Index[K]) Lookup(cred K) (*api.Consumer, bool) {
-	if ix == nil {
-		return nil, false
+// Consumer builds the immutable *api.Consumer handed to ctx.SetConsumer.
+func (s *Spec) Consumer() *api.Consumer {
+	c := &api.Consumer{Name: s.Name, Group: s.Group}
+	if len(s.Attributes) > 0 {
+		c.Attributes = make(map[string]string, len(s.Attributes))
+		for k, v := range s.Attributes {
+			c.Attributes[k] = v
+		}
 	}
-	c, ok := ix.byCred[cred]
-	return c, ok
+	return c
 }
 
-// ByName finds a consumer by name.
-func (ix *Index[K]) ByName(name string) (*api.Consumer, bool) {
-	if ix == nil {
-		return nil, false
+// checkName: consumer names travel upstream in a header and into logs, so
+// they must be printable, valid UTF-8 and short.
+func checkName(n string) error {
+	switch {
+	case n == "":
+		return fmt.Errorf("must not be empty")
+	case len(n) > 256:
+		return fmt.Errorf("longer than 256 bytes")
+	case !utf8.ValidString(n):
+		return fmt.Errorf("not valid UTF-8")
+	case !SafeHeaderValue(n):
+		return fmt.Errorf("contains control characters")
 	}
-	c, ok := ix.byName[name]
-	return c, ok
+	return nil
 }
 
-// Len is the number of consumers.
-func (ix *Index[K]) Len() int {
-	if ix == nil {
-		return 0
+// SafeHeaderValue reports whether v can be sent as a header value as is: no
+// CR, LF, NUL or other control characters (tab allowed), so a value taken from
+// a credential, a token claim or config cannot inject headers.
+func SafeHeaderValue(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; (c < 0x20 && c != '\t') || c == 0x7f {
+			return false
+		}
 	}
-	return len(ix.byName)
+	return true
+}
+
+// Names checks that consumer names are unique: create one per list
+// (consumer.Names{}) and Add every entry.
+type Names map[string]string
+
+// Add checks s with Check and that no earlier entry has the same name; field
+// is the entry's path ("consumers[i]").
+func (n Names) Add(field string, s *Spec) error {
+	if err := s.Check(field); err != nil {
+		return err
+	}
+	if other, dup := n[s.Name]; dup {
+		return api.FieldErrorf(field+".name", "consumer %q is also %s", s.Name, other)
+	}
+	n[s.Name] = field
+	return nil
 }

@@ -3,6 +3,16 @@
 // Envoy's worker thread or in a goroutine, copies headers once per phase,
 // coalesces writes, sandboxes panics and guards the stream against goroutines
 // that outlive their phase (the ownership shim).
+//
+// Files: chain.go builds a Chain from config (everything a request needs,
+// precomputed per direction); consumers.go the per-consumer chains;
+// stream.go is the per-request state; filter.go the Envoy entry points
+// (DecodeHeaders, EncodeData, OnLog, ...); engine.go runs the plugins of a
+// phase and hands the stream back; context.go and handlers.go are what
+// plugins see (api.Context and the MOSN-style handlers); headers.go, body.go
+// and info.go the header maps, bodies and stream info; shared_state.go carries
+// the consumer and string state to later golang filters through Envoy's
+// filter state.
 package filtermanager
 
 import (
@@ -10,7 +20,9 @@ import (
 
 	"github.com/moeproxy/moe/shared/api"
 	"github.com/moeproxy/moe/shared/config"
+	"github.com/moeproxy/moe/shared/log"
 	"github.com/moeproxy/moe/shared/metrics"
+	"github.com/moeproxy/moe/shared/registry"
 )
 
 // plugin is one enabled plugin of a chain, with everything precomputed.
@@ -19,9 +31,10 @@ type plugin struct {
 	factory api.Factory
 	config  any
 	needs   api.Needs
-
-	// Which interfaces the plugin's filter implements (probed at config time).
-	recv, send, recvData, sendData, logs, destroy bool
+	hooks   registry.Hooks
+	// identifies marks plugins that establish the consumer (they accept
+	// per-consumer credentials); per-consumer plugins run after the last one.
+	identifies bool
 
 	// Precomputed strings so the panic path does not build them.
 	panicBody    string
@@ -29,43 +42,71 @@ type plugin struct {
 	panics       api.Counter
 }
 
+// pass is one ordered run over plugins: the positions in Chain.plugins of the
+// plugins it calls, and for each position i, nextBlock[i] = the first position
+// >= i whose plugin may block (len(order) if none; one extra element so that
+// nextBlock[len(order)] is valid).
+//
+// In a whole-body pass an entry may be negative: -(i+1) is the data hook of
+// streaming plugin i, which then sees the whole body as one chunk.
+type pass struct {
+	order     []int
+	nextBlock []int
+}
+
+// at returns the plugin index of position i and whether it is a data hook.
+func (p *pass) at(i int) (idx int, dataHook bool) {
+	idx = p.order[i]
+	if idx < 0 {
+		return -idx - 1, true
+	}
+	return idx, false
+}
+
+// direction is everything one direction (decode = request, encode =
+// response) needs, built once per chain.
+type direction struct {
+	headers pass // header hooks (OnReceive / Append), in this direction's order
+	data    pass // streaming data hooks (OnReceiveData / AppendData)
+	// whole is the position in headers.order of the first WholeBody plugin, or
+	// -1: the header pass stops there and the rest runs on the complete body.
+	whole     int
+	wholePass pass
+	// maxBody caps a buffered body (the smallest MaxRequestBody /
+	// MaxResponseBody of the WholeBody plugins; 0 = only Envoy's own limit).
+	maxBody int
+}
+
 // Chain is a parsed, ready-to-run plugin chain: the parsed config object Envoy
-// stores per config id, and the result of a per-route merge.
+// stores per config id, the result of a per-route merge, or the chain a
+// consumer's own plugins make of one of those.
 type Chain struct {
 	entries []config.Entry // for merges; includes disabled ones
 	plugins []*plugin      // enabled, in decode order (BeforeRoute group first)
 
-	dec      []int // plugins with OnReceive, decode order
-	enc      []int // plugins with Append, encode (reverse) order
-	decData  []int // streaming receivers (OnReceiveData), decode order
-	encData  []int // streaming senders (AppendData), encode order
+	dec, enc direction
 	logs     []int // access loggers, config order
 	destroys bool  // some plugin implements Destroyer
 
-	// decWhole/encWhole: position in dec/enc of the first WholeBody plugin, or -1.
-	decWhole, encWhole int
-	maxReq, maxResp    int
-	// beforeRoute: number of BeforeRoute plugins at the start of dec;
-	// lastBeforeRoute: the plugin index of the last of them (-1 if none), after
-	// which the route is refreshed.
-	beforeRoute     int
+	// lastBeforeRoute is the index of the last BeforeRoute plugin with a
+	// receive hook (-1 if none): after it the route is refreshed.
 	lastBeforeRoute int
-
-	// decWholePass/encWholePass: what runs when a buffered body is complete, in
-	// order: OnReceive/Append of the plugins from the first WholeBody one on
-	// (index i), and the data hook of every streaming plugin, which then sees the
-	// whole body as one chunk (encoded as -(i+1)).
-	decWholePass, encWholePass           []int
-	nextDecWholeBlock, nextEncWholeBlock []int
-
-	// next*Block[i]: first position >= i in the order whose plugin may block
-	// (len(order) if none). One extra element so next[len] is valid.
-	nextDecBlock, nextEncBlock         []int
-	nextDecDataBlock, nextEncDataBlock []int
 
 	// readsRequestLater: some plugin may read request headers after the decode
 	// headers phase (a sender, a streaming receiver, or a log hook's context).
 	readsRequestLater bool
+
+	// consumers are the chain-level consumer definitions (filter level only;
+	// merged chains inherit them) and byConsumer the chain each consumer with
+	// plugins of its own switches to once identified (see consumers.go).
+	consumers  *config.Consumers
+	byConsumer map[string]*Chain
+	// extraSlots is how many more plugins the longest consumer chain has, so
+	// a stream reserves its slots once and never moves them.
+	extraSlots int
+	// shared is how many leading plugins a consumer chain has in common with
+	// the chain it was built from (0 for other chains).
+	shared int
 
 	// owned is true for chains parsed from a config (they own plugin configs and
 	// destroy them); merged chains share their parents' configs.
@@ -82,6 +123,7 @@ func (c *Chain) Destroy() {
 			d.Destroy()
 		}
 	}
+	c.consumers.Destroy()
 }
 
 // Plugins lists the enabled plugin names in decode order (for tests and tools).
@@ -95,9 +137,21 @@ func (c *Chain) Plugins() []string {
 
 var panicsTotal = metrics.Counter("moe_panics_total")
 
-// Build precomputes a chain from entries.
-func Build(entries []config.Entry) *Chain {
-	c := &Chain{entries: entries, decWhole: -1, encWhole: -1, lastBeforeRoute: -1}
+// Build precomputes a chain from entries (for tests and tools; configs go
+// through the Parser).
+func Build(entries []config.Entry) *Chain { return build(entries) }
+
+// buildWithConsumers precomputes a chain and, from the chain-level consumers
+// (nil for none), the chain of each consumer with plugins of its own. The
+// errors name consumers whose plugins cannot run as configured.
+func buildWithConsumers(entries []config.Entry, consumers *config.Consumers) (*Chain, []error) {
+	c := build(entries)
+	c.consumers = consumers
+	return c, c.buildConsumerChains()
+}
+
+func build(entries []config.Entry) *Chain {
+	c := &Chain{entries: entries, lastBeforeRoute: -1}
 	// Stable partition: BeforeRoute plugins keep their relative order and go first.
 	enabled := make([]config.Entry, 0, len(entries))
 	for _, e := range entries {
@@ -109,88 +163,95 @@ func Build(entries []config.Entry) *Chain {
 		return enabled[i].Needs().Phase == api.BeforeRoute && enabled[j].Needs().Phase != api.BeforeRoute
 	})
 	for _, e := range enabled {
-		p := &plugin{
-			name:         e.Name,
-			factory:      e.Plugin.Factory,
-			config:       e.Config,
-			needs:        e.Needs(),
-			panicBody:    "internal error in plugin " + e.Name + "\n",
-			panicDetails: "moe_plugin_panic{" + e.Name + "}",
-			panics:       metrics.Counter(metrics.Prefix(e.Name) + "panics_total"),
-		}
-		p.probe()
-		c.plugins = append(c.plugins, p)
+		c.plugins = append(c.plugins, newPlugin(e))
 	}
+	var decData, encData []int
 	for i, p := range c.plugins {
-		if p.recv {
-			if p.needs.Phase == api.BeforeRoute {
-				c.beforeRoute++
-				c.lastBeforeRoute = i
-			}
-			if p.needs.RequestBody == api.WholeBody && c.decWhole < 0 {
-				c.decWhole = len(c.dec)
-			}
-			c.dec = append(c.dec, i)
+		if p.hooks.Has(registry.HookReceive) && p.needs.Phase == api.BeforeRoute {
+			c.lastBeforeRoute = i
 		}
-		if p.recvData && p.needs.RequestBody == api.StreamingBody {
-			c.decData = append(c.decData, i)
+		if p.hooks.Has(registry.HookReceiveData) && p.needs.RequestBody == api.StreamingBody {
+			decData = append(decData, i)
 		}
-		if p.needs.RequestBody == api.WholeBody && p.needs.MaxRequestBody > 0 &&
-			(c.maxReq == 0 || p.needs.MaxRequestBody < c.maxReq) {
-			c.maxReq = p.needs.MaxRequestBody
-		}
-		if p.needs.ResponseBody == api.WholeBody && p.needs.MaxResponseBody > 0 &&
-			(c.maxResp == 0 || p.needs.MaxResponseBody < c.maxResp) {
-			c.maxResp = p.needs.MaxResponseBody
-		}
-		if p.logs {
+		if p.hooks.Has(registry.HookLog) {
 			c.logs = append(c.logs, i)
 		}
-		if p.destroy {
+		if p.hooks.Has(registry.HookDestroy) {
 			c.destroys = true
 		}
 	}
 	for i := len(c.plugins) - 1; i >= 0; i-- {
-		p := c.plugins[i]
-		if p.send {
-			if p.needs.ResponseBody == api.WholeBody && c.encWhole < 0 {
-				c.encWhole = len(c.enc)
-			}
-			c.enc = append(c.enc, i)
-		}
-		if p.sendData && p.needs.ResponseBody == api.StreamingBody {
-			c.encData = append(c.encData, i)
+		if p := c.plugins[i]; p.hooks.Has(registry.HookSendData) && p.needs.ResponseBody == api.StreamingBody {
+			encData = append(encData, i)
 		}
 	}
-	c.decWholePass = wholePass(c, c.dec, c.decWhole, c.decData, false)
-	c.encWholePass = wholePass(c, c.enc, c.encWhole, c.encData, true)
-	c.nextDecWholeBlock = nextBlockPass(c, c.decWholePass, api.BlockReceive)
-	c.nextEncWholeBlock = nextBlockPass(c, c.encWholePass, api.BlockSend)
-	c.readsRequestLater = len(c.enc) > 0 || len(c.decData) > 0 || len(c.encData) > 0 || c.decWhole >= 0
-	c.nextDecBlock = nextBlock(c, c.dec, api.BlockReceive)
-	c.nextEncBlock = nextBlock(c, c.enc, api.BlockSend)
-	c.nextDecDataBlock = nextBlock(c, c.decData, api.BlockReceive)
-	c.nextEncDataBlock = nextBlock(c, c.encData, api.BlockSend)
+	c.dec = c.buildDirection(true, decData)
+	c.enc = c.buildDirection(false, encData)
+	c.readsRequestLater = len(c.enc.headers.order) > 0 || len(decData) > 0 || len(encData) > 0 || c.dec.whole >= 0
 	return c
 }
 
-func nextBlock(c *Chain, order []int, b api.Blocking) []int {
-	next := make([]int, len(order)+1)
-	next[len(order)] = len(order)
-	for i := len(order) - 1; i >= 0; i-- {
-		if c.plugins[order[i]].needs.MayBlock&b != 0 {
-			next[i] = i
-		} else {
-			next[i] = next[i+1]
-		}
+func newPlugin(e config.Entry) *plugin {
+	p := &plugin{
+		name:         e.Name,
+		factory:      e.Plugin.Factory,
+		config:       e.Config,
+		needs:        e.Needs(),
+		hooks:        e.Hooks,
+		identifies:   e.Plugin.NewCredential != nil,
+		panicBody:    "internal error in plugin " + e.Name + "\n",
+		panicDetails: "moe_plugin_panic{" + e.Name + "}",
+		panics:       metrics.Counter(metrics.Prefix(e.Name) + "panics_total"),
 	}
-	return next
+	if p.hooks == 0 {
+		// Entries built by hand (tests, tools) did not go through the parser's
+		// contract check; probe here. A broken filter gets no hooks and is logged.
+		h, err := registry.Probe(e.Plugin, e.Config, p.needs)
+		if err != nil {
+			log.Errorf("plugin %s: %v", e.Name, err)
+		}
+		p.hooks = h
+	}
+	return p
 }
 
-// wholePass merges, in the direction's plugin order, the header hooks of the
+// buildDirection precomputes one direction's passes. Decode runs the plugins
+// in decode order, encode in reverse.
+func (c *Chain) buildDirection(decode bool, data []int) direction {
+	hook, block, body := registry.HookSend, api.BlockSend, func(n api.Needs) (api.BodyMode, int) { return n.ResponseBody, n.MaxResponseBody }
+	if decode {
+		hook, block, body = registry.HookReceive, api.BlockReceive, func(n api.Needs) (api.BodyMode, int) { return n.RequestBody, n.MaxRequestBody }
+	}
+	d := direction{whole: -1}
+	var headers []int
+	for n := range c.plugins {
+		i := n
+		if !decode {
+			i = len(c.plugins) - 1 - n
+		}
+		p := c.plugins[i]
+		mode, max := body(p.needs)
+		if mode == api.WholeBody && max > 0 && (d.maxBody == 0 || max < d.maxBody) {
+			d.maxBody = max
+		}
+		if !p.hooks.Has(hook) {
+			continue
+		}
+		if mode == api.WholeBody && d.whole < 0 {
+			d.whole = len(headers)
+		}
+		headers = append(headers, i)
+	}
+	d.headers = c.newPass(headers, block)
+	d.data = c.newPass(data, block)
+	d.wholePass = c.newPass(c.wholeOrder(decode, headers, d.whole, data), block)
+	return d
+}
+
+// wholeOrder merges, in the direction's plugin order, the header hooks of the
 // plugins from the first WholeBody one on and the data hooks of the streaming
 // plugins (negative entries).
-func wholePass(c *Chain, order []int, whole int, data []int, reverse bool) []int {
+func (c *Chain) wholeOrder(decode bool, headers []int, whole int, data []int) []int {
 	if whole < 0 {
 		return nil
 	}
@@ -199,52 +260,35 @@ func wholePass(c *Chain, order []int, whole int, data []int, reverse bool) []int
 		isData[i] = true
 	}
 	inHeaders := map[int]bool{}
-	for _, i := range order[whole:] {
+	for _, i := range headers[whole:] {
 		inHeaders[i] = true
 	}
-	// order lists header hooks only; walk all plugins in the direction's order.
-	var pass []int
+	var order []int
 	for n := range c.plugins {
 		i := n
-		if reverse {
+		if !decode {
 			i = len(c.plugins) - 1 - n
 		}
 		if inHeaders[i] {
-			pass = append(pass, i)
+			order = append(order, i)
 		}
 		if isData[i] {
-			pass = append(pass, -(i + 1))
+			order = append(order, -(i + 1))
 		}
 	}
-	return pass
+	return order
 }
 
-func nextBlockPass(c *Chain, pass []int, b api.Blocking) []int {
-	next := make([]int, len(pass)+1)
-	next[len(pass)] = len(pass)
-	for i := len(pass) - 1; i >= 0; i-- {
-		idx := pass[i]
-		if idx < 0 {
-			idx = -idx - 1
-		}
+func (c *Chain) newPass(order []int, b api.Blocking) pass {
+	p := pass{order: order, nextBlock: make([]int, len(order)+1)}
+	p.nextBlock[len(order)] = len(order)
+	for i := len(order) - 1; i >= 0; i-- {
+		idx, _ := p.at(i)
 		if c.plugins[idx].needs.MayBlock&b != 0 {
-			next[i] = i
+			p.nextBlock[i] = i
 		} else {
-			next[i] = next[i+1]
+			p.nextBlock[i] = p.nextBlock[i+1]
 		}
 	}
-	return next
-}
-
-// probe calls the factory once to learn which interfaces the filter has.
-func (p *plugin) probe() {
-	f := p.factory(p.config)
-	_, p.recv = f.(api.ReceiverFilter)
-	_, p.send = f.(api.SenderFilter)
-	_, p.recvData = f.(api.StreamingReceiver)
-	_, p.sendData = f.(api.StreamingSender)
-	_, p.logs = f.(api.AccessLogger)
-	_, p.destroy = f.(api.Destroyer)
-	// A streaming filter also gets headers through OnReceive/Append if it has
-	// them; without them it still needs a slot in the data order only.
+	return p
 }

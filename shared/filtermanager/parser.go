@@ -39,16 +39,22 @@ func (Parser) Parse(a *anypb.Any, cb envoy.ConfigCallbackHandler) (cfg any, err 
 		return nil, &config.Error{Reason: err.Error()}
 	}
 	isRoute := cb == nil
-	entries, err := config.ParseChain(raw, isRoute)
+	cc, err := config.ParseChain(raw, isRoute)
 	if err != nil {
 		log.Errorf("rejected config: %v", err)
 		return nil, err
 	}
 	if isRoute {
-		return &routeConfig{entries: entries}, nil
+		return &routeConfig{entries: cc.Entries}, nil
 	}
-	c := Build(entries)
+	c, problems := buildWithConsumers(cc.Entries, cc.Consumers)
 	c.owned = true
+	if len(problems) > 0 {
+		c.Destroy()
+		err := problems[0]
+		log.Errorf("rejected config: %v", err)
+		return nil, err
+	}
 	return c, nil
 }
 
@@ -69,7 +75,7 @@ func mergeChains(parent, child any) (out any) {
 	p, ok := parent.(*Chain)
 	if !ok {
 		// A route-level config below a filter whose config was rejected.
-		p = Build(nil)
+		p = build(nil)
 	}
 	switch c := child.(type) {
 	case *routeConfig:
@@ -78,7 +84,11 @@ func mergeChains(parent, child any) (out any) {
 			log.Errorf("route config: %v; keeping the parent's plugin chain", err)
 			return p
 		}
-		return Build(entries)
+		merged, problems := buildWithConsumers(entries, p.consumers)
+		for _, err := range problems {
+			log.Errorf("route config: %v; the consumer's plugins do not run on this route", err)
+		}
+		return merged
 	case *Chain:
 		return c
 	}
@@ -116,16 +126,16 @@ func (pp PluginParser) Parse(a *anypb.Any, cb envoy.ConfigCallbackHandler) (cfg 
 		return nil, &config.Error{Plugin: pp.Plugin.Name, Reason: err.Error()}
 	}
 	isRoute := cb == nil
-	c, err := config.DecodePlugin(pp.Plugin, raw, isRoute)
+	e, err := config.DecodeEntry(pp.Plugin, raw, isRoute)
 	if err != nil {
 		log.Errorf("rejected config: %v", err)
 		return nil, err
 	}
-	entries := []config.Entry{{Name: pp.Plugin.Name, Plugin: pp.Plugin, Config: c, HasConfig: true}}
+	entries := []config.Entry{e}
 	if isRoute {
 		return &routeConfig{entries: entries, single: true}, nil
 	}
-	ch := Build(entries)
+	ch := build(entries)
 	ch.owned = true
 	return ch, nil
 }

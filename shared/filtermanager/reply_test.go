@@ -103,14 +103,18 @@ func TestUpstreamOverrideHostIsAfterChooseHost(t *testing.T) {
 }
 
 func TestContextReplyAnswersFromTheRunningDirection(t *testing.T) {
-	for _, block := range []api.Blocking{0, api.BlockReceive | api.BlockSend} {
-		deny := plugin(t, api.Needs{MayBlock: block}, recvF{func(ctx api.Context, h api.RequestHeaderMap, _ api.Buffer, _ api.HeaderMap) api.Status {
+	for _, async := range []bool{false, true} {
+		var recvBlock, sendBlock api.Blocking
+		if async {
+			recvBlock, sendBlock = api.BlockReceive, api.BlockSend
+		}
+		deny := plugin(t, api.Needs{MayBlock: recvBlock}, recvF{func(ctx api.Context, h api.RequestHeaderMap, _ api.Buffer, _ api.HeaderMap) api.Status {
 			if v, _ := h.Get("x-deny"); v == "1" {
 				return ctx.Reply(451, "unavailable", api.NewHeaders("x-reason", "legal"))
 			}
 			return api.Continue
 		}})
-		rewrite := plugin(t, api.Needs{MayBlock: block}, sendF{func(ctx api.Context, h api.ResponseHeaderMap, _ api.Buffer, _ api.HeaderMap) api.Status {
+		rewrite := plugin(t, api.Needs{MayBlock: sendBlock}, sendF{func(ctx api.Context, h api.ResponseHeaderMap, _ api.Buffer, _ api.HeaderMap) api.Status {
 			if h.Status() == 502 {
 				return ctx.Reply(503, "try later", nil)
 			}
@@ -119,11 +123,11 @@ func TestContextReplyAnswersFromTheRunningDirection(t *testing.T) {
 		cfg := mustChain(t, rewrite, deny)
 		res := do(t, cfg, fakeenvoy.Request{Headers: [][2]string{{"x-deny", "1"}}})
 		if res.Status != 451 || res.Body != "unavailable" || res.Upstream != nil || res.Headers["x-reason"][0] != "legal" {
-			t.Errorf("block=%v request side: status %d body %q upstream %v headers %v", block, res.Status, res.Body, res.Upstream, res.Headers)
+			t.Errorf("async=%v request side: status %d body %q upstream %v headers %v", async, res.Status, res.Body, res.Upstream, res.Headers)
 		}
 		res = do(t, cfg, fakeenvoy.Request{Upstream: func(*fakeenvoy.Upstream) fakeenvoy.Response { return fakeenvoy.Response{Status: 502} }})
 		if res.Status != 503 || res.Body != "try later" {
-			t.Errorf("block=%v response side: status %d body %q", block, res.Status, res.Body)
+			t.Errorf("async=%v response side: status %d body %q", async, res.Status, res.Body)
 		}
 	}
 }

@@ -54,10 +54,11 @@ func TestPanicInAnyPhaseEndsOnlyThatRequestWith500(t *testing.T) {
 			if tc.f != nil {
 				f = tc.f(secret)
 			} else {
-				// The factory itself panics on the request (not during the config probe).
+				// The factory itself panics on the request, not in the two contract
+				// probes (at registration and when the config is parsed).
 				var n atomic.Int32
 				f = func() any {
-					if n.Add(1) > 1 {
+					if n.Add(1) > 2 {
 						panic(secret)
 					}
 					return recvF{func(api.Context, api.RequestHeaderMap, api.Buffer, api.HeaderMap) api.Status { return api.Continue }}

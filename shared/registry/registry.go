@@ -29,6 +29,14 @@ type Plugin struct {
 	// Merge, if set, merges a per-route config of this plugin over the parent's.
 	// Without it the route's config replaces the parent's (route wins).
 	Merge func(parent, route any) any
+	// NewCredential, set by auth plugins, returns a pointer to the credential a
+	// chain-level consumer carries for this plugin (the moe config's
+	// `consumers[].auth.<name>`), decoded strictly like a config (Validate is
+	// called if implemented). The plugin reads them in Init through
+	// ConfigEnv.Consumers. A plugin with a credential type identifies
+	// consumers: per-consumer plugins run after it, and it cannot itself be a
+	// per-consumer plugin.
+	NewCredential func() any
 }
 
 var nameRE = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,62}$`)
@@ -58,8 +66,16 @@ func Register(p Plugin) {
 			panic(fmt.Sprintf("registry: plugin %q: NewConfig must return a non-nil pointer, got %T", p.Name, c))
 		}
 	}
+	if p.NewCredential != nil {
+		if c := p.NewCredential(); c == nil || reflect.TypeOf(c).Kind() != reflect.Pointer {
+			panic(fmt.Sprintf("registry: plugin %q: NewCredential must return a non-nil pointer, got %T", p.Name, c))
+		}
+	}
 	if p.Name == "moe" {
 		panic(`registry: "moe" is the name of the plugin chain filter`)
+	}
+	if err := probeDefault(&p); err != nil {
+		panic(fmt.Sprintf("registry: plugin %q: %v", p.Name, err))
 	}
 	mu.Lock()
 	if _, dup := plugins[p.Name]; dup {
@@ -73,6 +89,36 @@ func Register(p Plugin) {
 	for _, l := range ls {
 		l(pp)
 	}
+}
+
+// probeDefault checks the filter built from the default config against the
+// plugin contract, so a filter with no phase or a misspelt signature fails at
+// process start. Factories that need an initialised config may panic or return
+// nil here; those are checked by Probe when a real config is parsed.
+func probeDefault(p *Plugin) error {
+	var cfg any
+	f := func() (f api.Filter) {
+		defer func() {
+			if recover() != nil {
+				f = nil
+			}
+		}()
+		if p.NewConfig != nil {
+			cfg = p.NewConfig()
+		}
+		return p.Factory(cfg)
+	}()
+	if f == nil {
+		return nil
+	}
+	h, err := HooksOf(f)
+	if err != nil {
+		return err
+	}
+	if _, perConfig := cfg.(api.NeedsProvider); perConfig {
+		return nil
+	}
+	return CheckNeeds(p.Needs, h)
 }
 
 // Get returns the plugin registered under name.

@@ -302,8 +302,43 @@ func (si *streamInfo) UpstreamClusterName() (string, bool) {
 	si.guard("UpstreamClusterName")
 	return st.cluster, st.cluster != ""
 }
-func (si *streamInfo) FilterState() envoy.FilterState               { return nil }
+func (si *streamInfo) FilterState() envoy.FilterState               { return (*filterState)(si) }
 func (si *streamInfo) VirtualClusterName() (string, bool)           { return "", false }
 func (si *streamInfo) WorkerID() uint32                             { return 0 }
 func (si *streamInfo) DrainConnectionUponCompletion()               {}
 func (si *streamInfo) DownstreamSslConnection() envoy.SslConnection { return nil }
+
+// filterState is the SDK's FilterState: strings shared by the filters of a
+// request. Like Envoy's r-APIs (SetStringFilterState/GetStringFilterState), it
+// refuses calls while neither side is processing in Go.
+type filterState stream
+
+func (f *filterState) guardLocked(what string) {
+	st := (*stream)(f)
+	if st.destroyed {
+		st.violation("%s after destroy", what)
+		panic("golang filter has been destroyed")
+	}
+	if !st.dec.inGo && !st.enc.inGo && !st.inLog {
+		st.violation("%s while not processing in Go", what)
+		panic("not proccessing Go")
+	}
+}
+
+func (f *filterState) SetString(key, value string, _ envoy.StateType, _ envoy.LifeSpan, _ envoy.StreamSharing) {
+	st := (*stream)(f)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	f.guardLocked("FilterState.SetString")
+	st.fstate[key] = value
+	st.res.FilterStateWrites++
+}
+
+func (f *filterState) GetString(key string) string {
+	st := (*stream)(f)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	f.guardLocked("FilterState.GetString")
+	st.res.FilterStateReads++
+	return st.fstate[key]
+}

@@ -3,6 +3,7 @@ package fakeenvoy
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,6 +34,9 @@ type Request struct {
 	Timeout time.Duration
 	// Properties answers GetProperty (besides xds.route_name/xds.cluster_name).
 	Properties map[string]string
+	// FilterState is the stream's filter state when the filter starts, as an
+	// earlier filter of the request (another golang filter) left it.
+	FilterState map[string]string
 }
 
 // Phase names a filter callback.
@@ -95,7 +99,13 @@ type Result struct {
 	BodyWrites   int
 	RouteClears  int
 	Continues    int // async Continue calls
-	Statuses     []string
+	// FilterState is the stream's filter state at the end (what a later
+	// filter of the request would see); FilterStateReads/Writes count the
+	// SDK calls.
+	FilterState       map[string]string
+	FilterStateReads  int
+	FilterStateWrites int
+	Statuses          []string
 
 	// Violations: SDK use Envoy would refuse (not processing in Go, after
 	// destroy, wrong phase). Must be empty.
@@ -136,6 +146,7 @@ type stream struct {
 	route     string
 	cluster   string
 	override  string
+	fstate    map[string]string
 	filter    envoy.StreamFilter
 	decCB     procCB
 	encCB     procCB
@@ -216,6 +227,10 @@ func Do(factory envoy.StreamFilterFactory, cfg any, req Request) *Result {
 	st.encCB = procCB{sd: &st.enc, st: st}
 	st.dec.headers = hmap(append([][2]string{{":method", r.Method}, {":path", r.Path}, {":authority", r.Authority}, {":scheme", r.Scheme}}, r.Headers...))
 	st.route, st.cluster = r.RouteName, r.Cluster
+	st.fstate = maps.Clone(r.FilterState)
+	if st.fstate == nil {
+		st.fstate = map[string]string{}
+	}
 	if r.Router != nil {
 		st.route, st.cluster = r.Router(st.dec.headers)
 	}
@@ -225,6 +240,7 @@ func Do(factory envoy.StreamFilterFactory, cfg any, req Request) *Result {
 	st.mu.Lock()
 	st.res.Violations = append([]string(nil), st.violations...)
 	st.res.Continues = st.continues
+	st.res.FilterState = maps.Clone(st.fstate)
 	st.mu.Unlock()
 	return st.res
 }

@@ -179,7 +179,10 @@ func (i *remoteInfo) DownstreamRemoteAddress() string { return i.remote }
 type Env struct {
 	Plugin string
 	Route  bool
-	m      *metrics
+	// ChainConsumers are what Consumers returns: the chain-level consumers with
+	// a credential for the plugin.
+	ChainConsumers []api.ConsumerCredential
+	m              *metrics
 }
 
 // NewEnv returns a ConfigEnv for plugin.
@@ -191,6 +194,9 @@ func (e *Env) PluginName() string   { return e.Plugin }
 func (e *Env) IsRoute() bool        { return e.Route }
 func (e *Env) Metrics() api.Metrics { return e.m }
 func (e *Env) Log() api.Logger      { return nopLogger{} }
+
+// Consumers are the chain-level consumers handed to Init (set ChainConsumers).
+func (e *Env) Consumers() []api.ConsumerCredential { return e.ChainConsumers }
 
 // Count returns the value of counter name (without prefix), 0 if never defined.
 func (e *Env) Count(name string) uint64 { return uint64(e.m.get(name).Load()) }

@@ -1,0 +1,114 @@
+package filtermanager
+
+import (
+	"sync/atomic"
+	"time"
+
+	envoy "github.com/envoyproxy/envoy/contrib/golang/common/go/api"
+
+	"github.com/moeproxy/moe/shared/api"
+	"github.com/moeproxy/moe/shared/log"
+	"github.com/moeproxy/moe/shared/variables"
+)
+
+// filters caches the typed interfaces of a created plugin filter. The hot
+// ones are kept typed; the rest are asserted when used (rare phases), which
+// keeps the per-request slot small.
+type filters struct {
+	recv api.ReceiverFilter
+	send api.SenderFilter
+	f    any
+}
+
+func (f *filters) recvData() api.StreamingReceiver { v, _ := f.f.(api.StreamingReceiver); return v }
+func (f *filters) sendData() api.StreamingSender   { v, _ := f.f.(api.StreamingSender); return v }
+func (f *filters) logger() api.AccessLogger        { v, _ := f.f.(api.AccessLogger); return v }
+func (f *filters) destroyer() api.Destroyer        { v, _ := f.f.(api.Destroyer); return v }
+
+// slot is one plugin of one request. *slot is the plugin's api.Context; its
+// conversions *recvHandler and *sendHandler are the two handlers. Keeping them
+// in one array inside the stream means a request costs no allocation per plugin.
+type slot struct {
+	s     *stream
+	p     *plugin
+	idx   int         // position in the stream's slots (and the chain's plugins)
+	ready atomic.Bool // f is set; read without the lock on the hot path
+	f     filters
+}
+
+// filter creates the plugin's filter on first use. The decode goroutine and the
+// worker thread (encode) may race to create it, hence the lock.
+func (sl *slot) filter() *filters {
+	if sl.ready.Load() {
+		return &sl.f
+	}
+	s := sl.s
+	// A lock of its own (not s.mu): the factory and handler setters are plugin
+	// code and may call stream methods.
+	s.createMu.Lock()
+	defer s.createMu.Unlock()
+	if !sl.ready.Load() {
+		f := sl.p.factory(sl.p.config)
+		sl.f.f = f
+		sl.f.recv, _ = f.(api.ReceiverFilter)
+		sl.f.send, _ = f.(api.SenderFilter)
+		if hs, ok := f.(api.ReceiverHandlerSetter); ok {
+			hs.SetReceiveFilterHandler((*recvHandler)(sl))
+		}
+		if hs, ok := f.(api.SenderHandlerSetter); ok {
+			hs.SetSenderFilterHandler((*sendHandler)(sl))
+		}
+		sl.ready.Store(true)
+	}
+	return &sl.f
+}
+
+var _ api.Context = (*slot)(nil)
+
+func (sl *slot) Deadline() (time.Time, bool)         { return time.Time{}, false }
+func (sl *slot) Done() <-chan struct{}               { return sl.s.doneChan() }
+func (sl *slot) Err() error                          { return sl.s.ctxErr() }
+func (sl *slot) Value(any) any                       { return nil }
+func (sl *slot) PluginName() string                  { return sl.p.name }
+func (sl *slot) RequestID() string                   { return sl.s.requestID() }
+func (sl *slot) Log() api.Logger                     { return slotLogger{sl} }
+func (sl *slot) Receiver() api.ReceiverFilterHandler { return (*recvHandler)(sl) }
+func (sl *slot) Sender() api.SenderFilterHandler     { return (*sendHandler)(sl) }
+func (sl *slot) Var(name string) (string, bool)      { return variables.Lookup(sl, name) }
+
+func (sl *slot) Reply(code int, body string, headers api.HeaderMap) api.Status {
+	s := sl.s
+	d := &s.dec
+	s.mu.Lock()
+	// Both sides can be active at once (a response arrives while a request-body
+	// phase still runs in a goroutine): the side running this plugin answers.
+	if s.enc.active && (!s.dec.active || s.enc.cur == sl.idx) {
+		d = &s.enc
+	}
+	s.mu.Unlock()
+	if err := s.setReply(d, sl.p.name, code, headers, body); err != nil {
+		log.Printf(envoy.Debug, sl.p.name, s.requestID(), "reply %d not sent: %v", code, err)
+	}
+	return api.Stop
+}
+
+func (sl *slot) Consumer() *api.Consumer { return sl.s.getConsumer() }
+
+func (sl *slot) SetConsumer(c *api.Consumer) { sl.s.setConsumer(c) }
+
+func (sl *slot) GetState(key string) (any, bool) { return sl.s.getState(key) }
+
+func (sl *slot) SetState(key string, value any) { sl.s.setState(key, value) }
+
+type slotLogger struct{ sl *slot }
+
+func (l slotLogger) logf(level envoy.LogType, format string, args []any) {
+	if !log.Enabled(level) {
+		return
+	}
+	log.Printf(level, l.sl.p.name, l.sl.s.requestID(), format, args...)
+}
+func (l slotLogger) Debugf(format string, args ...any) { l.logf(envoy.Debug, format, args) }
+func (l slotLogger) Infof(format string, args ...any)  { l.logf(envoy.Info, format, args) }
+func (l slotLogger) Warnf(format string, args ...any)  { l.logf(envoy.Warn, format, args) }
+func (l slotLogger) Errorf(format string, args ...any) { l.logf(envoy.Error, format, args) }

@@ -1,0 +1,350 @@
+package filtermanager
+
+import (
+	"runtime/debug"
+
+	envoy "github.com/envoyproxy/envoy/contrib/golang/common/go/api"
+
+	"github.com/moeproxy/moe/shared/api"
+	"github.com/moeproxy/moe/shared/log"
+)
+
+// The phase engine: run the plugins of one pass, on Envoy's worker thread
+// until the first plugin that may block and in one goroutine from there on,
+// then write the coalesced changes and hand the stream back.
+
+// outcome of running plugins.
+type outcome uint8
+
+const (
+	outOK     outcome = iota // every plugin continued
+	outReply                 // a reply is pending in side.reply
+	outGone                  // the request was destroyed meanwhile: just stop
+	outSwitch                // the chain switched to a consumer's chain: continue there
+)
+
+// passOf returns the pass that phase kind k runs on side d, and where it ends:
+// the header pass of a buffering side stops before the first WholeBody plugin.
+func (s *stream) passOf(d *side, k phaseKind) (*pass, int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := passIn(s.ch, d, k)
+	if k == kHeaders && d.buffering {
+		return p, d.dir(s.ch).whole
+	}
+	return p, len(p.order)
+}
+
+// run runs the pass from position from on and finishes the phase. Plugins
+// before the first one that may block run right here, on Envoy's worker
+// thread; from that one on the phase continues in a goroutine and the status
+// is Running.
+func (s *stream) run(d *side, k phaseKind, chunkEnd bool, from int) envoy.StatusType {
+	for {
+		p, to := s.passOf(d, k)
+		if from >= to {
+			return s.finish(d, k, outOK, false)
+		}
+		b := p.nextBlock[from]
+		if b <= from {
+			break // the next plugin may block
+		}
+		end := min(b, to)
+		out, next := s.runRange(d, k, chunkEnd, from, end)
+		switch {
+		case out == outSwitch:
+			from = next // recompute the pass of the consumer's chain
+			continue
+		case out != outOK || end == to:
+			return s.finish(d, k, out, false)
+		}
+		from = end
+	}
+	go s.runAsync(d, k, chunkEnd, from)
+	return envoy.Running
+}
+
+// runAsync is the goroutine half of run: the rest of the pass, then Continue
+// or the local reply.
+func (s *stream) runAsync(d *side, k phaseKind, chunkEnd bool, from int) {
+	for {
+		_, to := s.passOf(d, k)
+		out, next := s.runRange(d, k, chunkEnd, from, to)
+		if out == outSwitch {
+			from = next
+			continue
+		}
+		s.finish(d, k, out, true)
+		return
+	}
+}
+
+// runRange calls the plugins at positions [from, to) of the pass; a panic
+// ends the request with a 500. After a consumer switch it returns outSwitch
+// and the position to continue from in the new chain's pass.
+func (s *stream) runRange(d *side, k phaseKind, chunkEnd bool, from, to int) (out outcome, next int) {
+	defer func() {
+		if r := recover(); r != nil {
+			out = s.onPanic(d, r)
+		}
+	}()
+	p, _ := s.passOf(d, k)
+	for i := from; i < to; i++ {
+		idx, dataHook := p.at(i)
+		if k == kData {
+			dataHook = true
+		}
+		d.cur = idx
+		sl := &s.slots[idx]
+		f := sl.filter()
+		var st api.Status
+		switch {
+		case dataHook && d.decode:
+			st = f.recvData().OnReceiveData(sl, s.chunkArg(d), chunkEnd)
+		case dataHook:
+			st = f.sendData().AppendData(sl, s.chunkArg(d), chunkEnd)
+		case d.decode:
+			body, trailers := s.wholeArgs(d, k)
+			st = f.recv.OnReceive(sl, &d.headers, body, trailers)
+		default:
+			body, trailers := s.wholeArgs(d, k)
+			st = f.send.Append(sl, &d.headers, body, trailers)
+		}
+		// replied is an atomic so the common case (no reply) takes no lock.
+		if st == api.Stop || d.replied.Load() {
+			s.stopped(d, sl.p)
+			return outReply, 0
+		}
+		// Leaving the BeforeRoute group: make Envoy see the changed headers and
+		// match the route again.
+		if d.decode && !dataHook && idx == s.ch.lastBeforeRoute {
+			s.routeBoundary()
+		}
+		if d.decode && k != kData {
+			if pos, ok := s.switchConsumer(d, k, i); ok {
+				return outSwitch, pos
+			}
+		}
+	}
+	return outOK, 0
+}
+
+// stopped records the end of a pass by plugin p: its reply, or a 500 when it
+// returned Stop without one.
+func (s *stream) stopped(d *side, p *plugin) {
+	s.mu.Lock()
+	bare := d.reply == nil
+	if bare {
+		d.reply = &localReply{code: 500, body: "plugin " + p.name + " stopped the request without replying\n", details: "moe_stop_without_reply{" + p.name + "}"}
+	}
+	s.mu.Unlock()
+	if bare {
+		log.Printf(envoy.Error, p.name, s.requestID(), "returned Stop without sending a reply; answering 500")
+	}
+}
+
+// chunkArg is the chunk for a data hook: the body (an empty chunk when the
+// request has trailers but no body).
+func (s *stream) chunkArg(d *side) api.Buffer {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !d.body.present {
+		d.body.attachEmpty()
+	}
+	return &d.body
+}
+
+func (s *stream) wholeArgs(d *side, k phaseKind) (api.Buffer, api.HeaderMap) {
+	if k != kWhole {
+		return nil, nil
+	}
+	var body api.Buffer
+	var trailers api.HeaderMap
+	s.mu.Lock()
+	if d.body.present {
+		body = &d.body
+	}
+	if d.trailers.env != nil {
+		trailers = &d.trailers
+	}
+	s.mu.Unlock()
+	return body, trailers
+}
+
+// routeBoundary flushes request headers changed by BeforeRoute plugins and
+// clears Envoy's route cache so AfterRoute plugins (and the router) see the
+// route matching the new headers.
+func (s *stream) routeBoundary() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h := &s.dec.headers
+	if !h.routeDirty || s.destroyed {
+		return
+	}
+	h.flushLocked()
+	h.routeDirty = false
+	s.route = routeCache{}
+	s.cb.ClearRouteCache()
+}
+
+func (s *stream) onPanic(d *side, r any) outcome {
+	s.mu.Lock()
+	p := s.ch.plugins[d.cur]
+	gone := s.destroyed
+	s.mu.Unlock()
+	if gone && api.IsStreamError(r) {
+		log.Printf(envoy.Debug, p.name, s.requestID(), "request ended while the plugin was running: %v", r)
+		return outGone
+	}
+	panicsTotal.Inc(1)
+	p.panics.Inc(1)
+	log.Printf(envoy.Error, p.name, s.requestID(), "panic: %v\n%s", r, debug.Stack())
+	if gone {
+		return outGone
+	}
+	s.mu.Lock()
+	s.failed = true
+	d.reply = &localReply{code: 500, body: p.panicBody, details: p.panicDetails}
+	d.replied.Store(true)
+	s.mu.Unlock()
+	return outReply
+}
+
+// finish writes coalesced changes, hands the stream back to Envoy and reports
+// the status: returned (sync) or through Continue/SendLocalReply (async).
+func (s *stream) finish(d *side, k phaseKind, out outcome, async bool) (st envoy.StatusType) {
+	if async {
+		// SDK calls panic when Envoy destroyed the stream in the meantime.
+		defer func() {
+			if r := recover(); r != nil {
+				log.Printf(envoy.Debug, "", s.requestID(), "resuming a finished request: %v", r)
+			}
+		}()
+	}
+	reply, st, gone := s.release(d, k, out)
+	if gone || out == outGone {
+		return envoy.Continue // ignored by Envoy for a destroyed stream
+	}
+	if reply != nil {
+		s.sendReply(d, reply)
+		return envoy.LocalReply
+	}
+	if async {
+		s.callbacks(d).Continue(st)
+	}
+	return st
+}
+
+// release writes the phase's coalesced changes to Envoy and hands the side
+// back (no phase of it runs any more). The lock is released by defer: the SDK
+// calls made here panic if Envoy destroyed the stream meanwhile, and a stuck
+// lock would hang the worker thread later.
+//
+// Side state on return: active=false; after the headers, buffering stays set
+// (StopAndBuffer: the whole-body pass comes with the data) or the headers
+// become read-only (they left for the next filter).
+func (s *stream) release(d *side, k phaseKind, out outcome) (reply *localReply, st envoy.StatusType, gone bool) {
+	st = envoy.Continue
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	defer func() {
+		d.active = false
+		gone = s.destroyed
+		if r := recover(); r != nil {
+			log.Printf(envoy.Debug, "", s.reqID, "writing to a finished request: %v", r)
+			gone = true
+		}
+	}()
+	reply = d.reply
+	d.reply = nil
+	d.replied.Store(false)
+	s.switchTo = nil // a consumer identified too late for its chain
+	if s.destroyed {
+		return reply, st, false
+	}
+	s.shareLocked()
+	if out == outOK {
+		d.headers.flushLocked()
+		d.trailers.flushLocked()
+		d.body.flushLocked()
+		if k == kHeaders && d.buffering {
+			st = envoy.StopAndBuffer
+		}
+	}
+	if st == envoy.Continue {
+		if k != kData {
+			// The headers leave for upstream/downstream. Make sure their Go copy
+			// exists if later phases may read them: afterwards Envoy no longer lets
+			// Go copy them.
+			s.preloadLocked(d)
+			d.headers.writable = false
+			d.buffering = false
+		}
+		if k != kHeaders {
+			d.body.detach()
+		}
+	}
+	return reply, st, false
+}
+
+func (s *stream) callbacks(d *side) envoy.FilterProcessCallbacks {
+	if d.decode {
+		return s.cb.DecoderFilterCallbacks()
+	}
+	return s.cb.EncoderFilterCallbacks()
+}
+
+func (s *stream) sendReply(d *side, r *localReply) {
+	s.callbacks(d).SendLocalReply(r.code, r.body, r.headers, -1, r.details)
+}
+
+// tooLarge answers 413 (request) or 500 (response), as Envoy does when its
+// buffer limit is exceeded.
+func (s *stream) tooLarge(d *side, k phaseKind) envoy.StatusType {
+	s.mu.Lock()
+	if d.decode {
+		d.reply = &localReply{code: 413, body: "Payload Too Large", details: "moe_request_body_too_large"}
+	} else {
+		d.reply = &localReply{code: 500, body: "Internal Server Error", details: "moe_response_body_too_large"}
+	}
+	s.mu.Unlock()
+	return s.finish(d, k, outReply, false)
+}
+
+func (s *stream) runLogs(haveReq, haveResp bool) {
+	info := (*reqInfo)(s)
+	var req api.RequestHeaderMap
+	var resp api.ResponseHeaderMap
+	if haveReq {
+		req = &s.dec.headers
+	}
+	if haveResp {
+		resp = &s.enc.headers
+	}
+	for _, idx := range s.chain().logs {
+		s.safeHook(idx, "Log", func(sl *slot) {
+			if l := sl.filter().logger(); l != nil {
+				l.Log(sl, req, resp, info)
+			}
+		})
+	}
+}
+
+// safeHook runs a log or destroy hook; a panic there is logged and counted but
+// cannot change the response any more.
+func (s *stream) safeHook(idx int, what string, fn func(*slot)) {
+	sl := &s.slots[idx]
+	p := sl.p
+	defer func() {
+		if r := recover(); r != nil {
+			if api.IsStreamError(r) {
+				log.Printf(envoy.Debug, p.name, s.requestID(), "%s: %v", what, r)
+				return
+			}
+			panicsTotal.Inc(1)
+			p.panics.Inc(1)
+			log.Printf(envoy.Error, p.name, s.requestID(), "panic in %s: %v\n%s", what, r, debug.Stack())
+		}
+	}()
+	fn(sl)
+}

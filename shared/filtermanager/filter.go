@@ -1,0 +1,205 @@
+package filtermanager
+
+import (
+	"strconv"
+
+	envoy "github.com/envoyproxy/envoy/contrib/golang/common/go/api"
+
+	"github.com/moeproxy/moe/shared/registry"
+)
+
+// The Envoy entry points (envoy.StreamFilter). Each one attaches what Envoy
+// handed over to the side, decides which pass runs, and leaves the running
+// to engine.go. The chain is read under the lock: a consumer switch in a
+// decode goroutine may replace it while Envoy encodes a local reply on the
+// worker thread.
+
+func (s *stream) DecodeHeaders(h envoy.RequestHeaderMap, endStream bool) envoy.StatusType {
+	return s.onHeaders(&s.dec, h, endStream)
+}
+
+func (s *stream) EncodeHeaders(h envoy.ResponseHeaderMap, endStream bool) envoy.StatusType {
+	return s.onHeaders(&s.enc, h, endStream)
+}
+
+// onHeaders: state WaitingHeader -> ProcessingHeader (some plugin has a header
+// hook) or straight Continue. With a WholeBody plugin and a body to come, the
+// header pass stops before that plugin and the headers return StopAndBuffer.
+func (s *stream) onHeaders(d *side, h envoy.HeaderMap, end bool) envoy.StatusType {
+	s.mu.Lock()
+	d.headers.attach(h, true)
+	d.endStream = end
+	dir := d.dir(s.ch)
+	run := len(dir.headers.order) > 0 && !s.failed && !s.destroyed
+	if run {
+		d.active = true
+		d.buffering = !end && dir.whole >= 0
+	} else {
+		s.preloadLocked(d)
+		d.headers.writable = false
+	}
+	max := dir.maxBody
+	s.mu.Unlock()
+	if !run {
+		return envoy.Continue
+	}
+	if d.buffering && max > 0 {
+		if cl, ok := h.Get("content-length"); ok {
+			if n, err := strconv.Atoi(cl); err == nil && n > max {
+				return s.tooLarge(d, kHeaders)
+			}
+		}
+	}
+	return s.run(d, kHeaders, false, 0)
+}
+
+func (s *stream) DecodeData(b envoy.BufferInstance, endStream bool) envoy.StatusType {
+	return s.onData(&s.dec, b, endStream)
+}
+
+func (s *stream) EncodeData(b envoy.BufferInstance, endStream bool) envoy.StatusType {
+	return s.onData(&s.enc, b, endStream)
+}
+
+// onData: a buffered body is complete (whole-body pass), or a chunk goes to
+// the streaming plugins.
+func (s *stream) onData(d *side, b envoy.BufferInstance, end bool) envoy.StatusType {
+	s.mu.Lock()
+	buffering := d.buffering
+	dir := d.dir(s.ch)
+	streaming, max := len(dir.data.order) > 0, dir.maxBody
+	s.mu.Unlock()
+	if buffering {
+		if !s.enter(d) {
+			return envoy.Continue
+		}
+		if max > 0 && b.Len() > max {
+			return s.tooLarge(d, kWhole)
+		}
+		// !end means trailers follow. Envoy forwards this data before it hands
+		// the trailers to Go (and, when the trailers arrived while a phase was
+		// async, it only delivers them after this data continued), so whole-body
+		// plugins run now, with the body and without the trailers.
+		s.mu.Lock()
+		d.body.attach(b, true)
+		s.mu.Unlock()
+		return s.run(d, kWhole, end, 0)
+	}
+	if !streaming || !s.enter(d) {
+		return envoy.Continue
+	}
+	s.mu.Lock()
+	d.body.attach(b, true)
+	s.mu.Unlock()
+	return s.run(d, kData, end, 0)
+}
+
+func (s *stream) DecodeTrailers(t envoy.RequestTrailerMap) envoy.StatusType {
+	return s.onTrailers(&s.dec, t)
+}
+
+func (s *stream) EncodeTrailers(t envoy.ResponseTrailerMap) envoy.StatusType {
+	return s.onTrailers(&s.enc, t)
+}
+
+// onTrailers: a buffered body without data ends here (whole-body pass with
+// the trailers), or the streaming plugins get an empty last chunk.
+func (s *stream) onTrailers(d *side, t envoy.HeaderMap) envoy.StatusType {
+	s.mu.Lock()
+	d.trailers.attach(t, true)
+	buffering := d.buffering
+	streaming := len(d.dir(s.ch).data.order) > 0
+	s.mu.Unlock()
+	if buffering {
+		if !s.enter(d) {
+			return envoy.Continue
+		}
+		return s.run(d, kWhole, true, 0)
+	}
+	if !streaming || !s.enter(d) {
+		return envoy.Continue
+	}
+	s.mu.Lock()
+	d.body.attachEmpty() // an empty, read-only last chunk
+	s.mu.Unlock()
+	return s.run(d, kData, true, 0)
+}
+
+// OnLog runs the access-log hooks once, with the headers Envoy hands over
+// (valid only during this call).
+func (s *stream) OnLog(reqH envoy.RequestHeaderMap, reqT envoy.RequestTrailerMap, respH envoy.ResponseHeaderMap, respT envoy.ResponseTrailerMap) {
+	s.mu.Lock()
+	if len(s.ch.logs) == 0 || s.logged {
+		s.mu.Unlock()
+		return
+	}
+	s.logged = true
+	if reqH != nil {
+		s.dec.headers.attach(reqH, false)
+	}
+	if reqT != nil {
+		s.dec.trailers.attach(reqT, false)
+	}
+	if respH != nil {
+		s.enc.headers.attach(respH, false)
+	}
+	if respT != nil {
+		s.enc.trailers.attach(respT, false)
+	}
+	s.dec.body.writable, s.enc.body.writable = false, false
+	s.logActive = true
+	s.mu.Unlock()
+
+	s.runLogs(reqH != nil, respH != nil)
+
+	s.mu.Lock()
+	s.logActive = false
+	s.mu.Unlock()
+}
+
+func (s *stream) OnLogDownstreamStart(envoy.RequestHeaderMap) {}
+func (s *stream) OnLogDownstreamPeriodic(envoy.RequestHeaderMap, envoy.RequestTrailerMap, envoy.ResponseHeaderMap, envoy.ResponseTrailerMap) {
+}
+func (s *stream) OnStreamComplete() {}
+
+// OnDestroy ends the request: from now on every plugin API call fails with
+// ErrDestroyed, ctx.Done() is closed, and each created filter's OnDestroy runs
+// once. If Envoy never called OnLog, the access-log hooks run here (without
+// headers) so they too run exactly once.
+func (s *stream) OnDestroy(envoy.DestroyReason) {
+	s.mu.Lock()
+	if s.destroyHooksRan {
+		s.mu.Unlock()
+		return
+	}
+	s.destroyHooksRan = true
+	s.destroyed = true
+	if s.done != nil {
+		close(s.done)
+	} else {
+		s.done = closedChan
+	}
+	ch := s.ch
+	runLogs := !s.logged && len(ch.logs) > 0
+	s.logged = true
+	slots := s.slots
+	s.mu.Unlock()
+	if runLogs {
+		s.runLogs(false, false)
+	}
+	if !ch.destroys {
+		return
+	}
+	for i := range slots {
+		if !slots[i].p.hooks.Has(registry.HookDestroy) {
+			continue
+		}
+		// The filter is created here if the request never reached the plugin, so
+		// OnDestroy runs exactly once per plugin and request.
+		s.safeHook(i, "OnDestroy", func(sl *slot) {
+			if d := sl.filter().destroyer(); d != nil {
+				d.OnDestroy()
+			}
+		})
+	}
+}

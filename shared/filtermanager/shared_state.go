@@ -1,0 +1,160 @@
+package filtermanager
+
+import (
+	"encoding/json"
+	"slices"
+
+	envoy "github.com/envoyproxy/envoy/contrib/golang/common/go/api"
+
+	"github.com/moeproxy/moe/shared/api"
+	"github.com/moeproxy/moe/shared/log"
+)
+
+// Request state shared across golang filters. Each golang filter of a request
+// is a stream of its own in Go, so the consumer an auth plugin identified in
+// one filter, and string values plugins stored with SetState, travel to later
+// golang filters the way Envoy filters share request state: in the stream's
+// filter state. They are written when the phase that set them hands the
+// stream back (one crossing per value), and read lazily, once, by a later
+// filter whose chain has not set them itself. Envoy's own access log can read
+// them too: %FILTER_STATE(moe.consumer:PLAIN)%, %FILTER_STATE(moe.state.<key>:PLAIN)%.
+const (
+	// consumerKey holds the consumer as JSON ({"name":...,"group":...,"attributes":{...}}).
+	consumerKey = "moe.consumer"
+	// stateKeyPrefix + key holds a string value set with SetState.
+	stateKeyPrefix = "moe.state."
+)
+
+// sharedState tracks what is waiting to be written and what was read.
+type sharedState struct {
+	consumerDirty  bool
+	consumerLoaded bool     // filter state was read (or the consumer set here)
+	dirtyKeys      []string // string state set since the last write
+	loadedKeys     map[string]bool
+}
+
+func (s *stream) setConsumer(c *api.Consumer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.consumer = c
+	s.shared.consumerDirty, s.shared.consumerLoaded = true, true
+	if c != nil && s.ch.byConsumer != nil && s.dec.active {
+		s.switchTo = s.ch.byConsumer[c.Name]
+	}
+}
+
+func (s *stream) getConsumer() *api.Consumer {
+	s.mu.Lock()
+	c, tried := s.consumer, s.shared.consumerLoaded
+	readable := s.ownedLocked() && !s.destroyed
+	s.mu.Unlock()
+	if c != nil || tried || !readable {
+		return c
+	}
+	// Outside the lock: from a goroutine the SDK waits for Envoy's worker
+	// thread, which may need the lock meanwhile.
+	v, ok := s.readFilterState(consumerKey)
+	var loaded *api.Consumer
+	if ok && v != "" {
+		loaded = &api.Consumer{}
+		if err := json.Unmarshal([]byte(v), loaded); err != nil || loaded.Name == "" {
+			log.Printf(envoy.Warn, "", s.requestID(), "ignoring malformed %s filter state", consumerKey)
+			loaded = nil
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.shared.consumerLoaded { // a plugin may have set one meanwhile
+		s.consumer, s.shared.consumerLoaded = loaded, ok
+	}
+	return s.consumer
+}
+
+func (s *stream) setState(key string, value any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state == nil {
+		s.state = make(map[string]any, 4)
+	}
+	s.state[key] = value
+	if _, ok := value.(string); ok {
+		if !slices.Contains(s.shared.dirtyKeys, key) {
+			s.shared.dirtyKeys = append(s.shared.dirtyKeys, key)
+		}
+		s.markLoadedLocked(key)
+	}
+}
+
+func (s *stream) getState(key string) (any, bool) {
+	s.mu.Lock()
+	v, ok := s.state[key]
+	tried := s.shared.loadedKeys[key]
+	readable := s.ownedLocked() && !s.destroyed
+	s.mu.Unlock()
+	if ok || tried || !readable {
+		return v, ok
+	}
+	sv, found := s.readFilterState(stateKeyPrefix + key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cur, set := s.state[key]; set {
+		return cur, true
+	}
+	if found {
+		s.markLoadedLocked(key)
+	}
+	if sv == "" {
+		return nil, false
+	}
+	if s.state == nil {
+		s.state = make(map[string]any, 4)
+	}
+	s.state[key] = sv
+	return sv, true
+}
+
+func (s *stream) markLoadedLocked(key string) {
+	if s.shared.loadedKeys == nil {
+		s.shared.loadedKeys = make(map[string]bool, 4)
+	}
+	s.shared.loadedKeys[key] = true
+}
+
+// readFilterState reads a filter state string; ok is false when the SDK call
+// failed (the phase ended meanwhile), so a later call may try again. An absent
+// key reads as "".
+func (s *stream) readFilterState(key string) (v string, ok bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			v, ok = "", false
+		}
+	}()
+	return s.cb.StreamInfo().FilterState().GetString(key), true
+}
+
+// shareLocked writes what changed to the filter state, when a phase hands the
+// stream back. Writes from a goroutine are posted to the worker by the SDK
+// and do not wait.
+func (s *stream) shareLocked() {
+	sh := &s.shared
+	if !sh.consumerDirty && len(sh.dirtyKeys) == 0 {
+		return
+	}
+	fs := s.cb.StreamInfo().FilterState()
+	if sh.consumerDirty {
+		sh.consumerDirty = false
+		v := ""
+		if s.consumer != nil {
+			if b, err := json.Marshal(s.consumer); err == nil {
+				v = string(b)
+			}
+		}
+		fs.SetString(consumerKey, v, envoy.StateTypeMutable, envoy.LifeSpanFilterChain, envoy.None)
+	}
+	for _, k := range sh.dirtyKeys {
+		if v, ok := s.state[k].(string); ok {
+			fs.SetString(stateKeyPrefix+k, v, envoy.StateTypeMutable, envoy.LifeSpanFilterChain, envoy.None)
+		}
+	}
+	sh.dirtyKeys = sh.dirtyKeys[:0]
+}

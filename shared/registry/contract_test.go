@@ -34,7 +34,7 @@ func (*ptrSender) Append(api.Context, api.ResponseHeaderMap, api.Buffer, api.Hea
 type fullLogger struct{ receiver }
 
 func (fullLogger) Log(api.Context, api.RequestHeaderMap, api.ResponseHeaderMap, api.RequestInfo) {}
-func (fullLogger) OnDestroy()                                                                  {}
+func (fullLogger) OnDestroy()                                                                    {}
 
 func TestHooksOfReportsWhatAFilterImplementsOrWhyItCannot(t *testing.T) {
 	for _, tc := range []struct {

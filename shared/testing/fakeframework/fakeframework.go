@@ -1,22 +1,28 @@
-// Package fakeframework is a small in-memory stand-in for the framework's per-request objects,
-// for unit tests and benchmarks that call a plugin's filter methods directly (shared/testing/fakeenvoy
-// runs the whole chain over a fake Envoy instead): a Context with a request header map, a
-// receiver handler that records the local reply, and a config Env whose metrics can be read
-// back.
+// Package fakeframework fakes the moe framework for tests that call one plugin's filter
+// methods directly: a Context (api.Context) over request and response header maps, the
+// receiver and sender handlers recording the local reply, route cache clears and override
+// hosts, and a config Env whose metrics can be read back. Variables ($header_x, $arg_x, ...)
+// resolve against it as in the framework. What it cannot answer as the framework would
+// (replacing whole header maps, response trailers) panics with a message: test that through
+// shared/testing/fakeenvoy, which fakes Envoy and runs the real framework.
 package fakeframework
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/moeproxy/moe/shared/api"
 	"github.com/moeproxy/moe/shared/config"
 	"github.com/moeproxy/moe/shared/registry"
+	"github.com/moeproxy/moe/shared/variables"
 )
 
 // Request is an api.RequestHeaderMap over api.Headers; pseudo-headers live in the map.
@@ -58,32 +64,56 @@ func (r *Reply) Header(k string) string {
 	return v
 }
 
-// Context is a fake api.Context for plugin Name over request Req. A second local reply
-// fails with api.ErrAlreadyReplied, as in the framework; set Replied to nil (or Reset)
-// before reusing a context.
+// Context is a fake api.Context for plugin Name over request Req (and, for
+// response-side tests, response Resp). A second local reply fails with
+// api.ErrAlreadyReplied, as in the framework; set Replied to nil (or Reset)
+// before reusing a context. Calls it cannot answer the way the framework would
+// panic with a message saying so: use shared/testing/fakeenvoy, which runs the
+// real framework, for those.
 type Context struct {
 	context.Context
-	Name    string
-	Req     *Request
-	Body    api.Buffer
-	Replied *Reply
-	// Remote is the downstream remote address ("ip:port"). When it is empty,
-	// Receiver().RequestInfo() is nil; otherwise it answers DownstreamRemoteAddress
-	// only (its other methods panic, which flags an unexpected dependency).
-	Remote   string
-	info     remoteInfo // what Receiver().RequestInfo() points to
+	Name string
+	Req  *Request
+	Body api.Buffer
+	// Trailers are the request trailers (GetRequestTrailers).
+	Trailers api.HeaderMap
+	// Resp, RespBody are what Sender() serves (nil: no response yet).
+	Resp     *Response
+	RespBody api.Buffer
+	Replied  *Reply
+	// Remote is the downstream remote address ("ip:port").
+	Remote string
+	// RouteName and Cluster are what Route() answers.
+	RouteName, Cluster string
+	// Properties answer RequestInfo().GetProperty.
+	Properties map[string]string
+	// OverrideHost and RouteCleared record SetUpstreamOverrideHost and
+	// ClearRouteCache.
+	OverrideHost string
+	RouteCleared int
+
+	info     info  // what Receiver().RequestInfo() points to
+	rt       route // what Route() points to
 	consumer *api.Consumer
 	state    map[string]any
 }
 
 // NewContext returns a context for plugin name over req.
 func NewContext(name string, req *Request) *Context {
-	return &Context{Context: context.Background(), Name: name, Req: req}
+	c := &Context{Context: context.Background(), Name: name, Req: req}
+	c.info.c, c.rt.c = c, c
+	return c
 }
 
 // From sets the downstream remote address (Remote) and returns c.
 func (c *Context) From(remote string) *Context {
 	c.Remote = remote
+	return c
+}
+
+// WithResponse sets the response Sender() serves and returns c.
+func (c *Context) WithResponse(resp *Response) *Context {
+	c.Resp = resp
 	return c
 }
 
@@ -97,14 +127,14 @@ func (c *Context) PluginName() string                  { return c.Name }
 func (c *Context) RequestID() string                   { return "test-request" }
 func (c *Context) Log() api.Logger                     { return nopLogger{} }
 func (c *Context) Receiver() api.ReceiverFilterHandler { return (*recv)(c) }
-func (c *Context) Sender() api.SenderFilterHandler     { return nil }
+func (c *Context) Sender() api.SenderFilterHandler     { return (*send)(c) }
 func (c *Context) Reply(code int, body string, h api.HeaderMap) api.Status {
 	_ = (*recv)(c).SendHijackReplyWithBody(code, h, body)
 	return api.Stop
 }
 func (c *Context) Consumer() *api.Consumer         { return c.consumer }
 func (c *Context) SetConsumer(cs *api.Consumer)    { c.consumer = cs }
-func (c *Context) Var(string) (string, bool)       { return "", false }
+func (c *Context) Var(name string) (string, bool)  { return variables.Lookup(c, name) }
 func (c *Context) GetState(key string) (any, bool) { v, ok := c.state[key]; return v, ok }
 func (c *Context) SetState(key string, v any) {
 	if c.state == nil {
@@ -113,12 +143,19 @@ func (c *Context) SetState(key string, v any) {
 	c.state[key] = v
 }
 
+var _ api.Context = (*Context)(nil)
+
 type nopLogger struct{}
 
 func (nopLogger) Debugf(string, ...any) {}
 func (nopLogger) Infof(string, ...any)  {}
 func (nopLogger) Warnf(string, ...any)  {}
 func (nopLogger) Errorf(string, ...any) {}
+
+// notImplemented panics: the fake cannot answer as the framework would.
+func notImplemented(what string) {
+	panic("fakeframework: " + what + " is not implemented; test this through shared/testing/fakeenvoy, which runs the real framework")
+}
 
 type recv Context
 
@@ -138,42 +175,117 @@ func (r *recv) SendDirectResponse(h api.HeaderMap, body api.Buffer, _ api.Header
 		b = body.String()
 	}
 	code := 200
-	if v, ok := h.Get(":status"); ok {
-		code = 0
-		for _, c := range v {
-			code = code*10 + int(c-'0')
+	if h != nil {
+		if v, ok := h.Get(":status"); ok {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return fmt.Errorf("fakeframework: :status %q is not a number", v)
+			}
+			code = n
 		}
 	}
 	return r.SendHijackReplyWithBody(code, h, b)
 }
-func (r *recv) GetRequestHeaders() api.RequestHeaderMap { return r.Req }
-func (r *recv) SetRequestHeaders(api.HeaderMap) error   { return nil }
-func (r *recv) GetRequestData() api.Buffer              { return r.Body }
-func (r *recv) SetRequestData(b api.Buffer) error       { r.Body = b; return nil }
-func (r *recv) GetRequestTrailers() api.HeaderMap       { return nil }
-func (r *recv) SetRequestTrailers(api.HeaderMap) error  { return nil }
-func (r *recv) RequestInfo() api.RequestInfo {
-	if r.Remote == "" {
+func (r *recv) GetRequestHeaders() api.RequestHeaderMap {
+	if r.Req == nil {
 		return nil
 	}
-	// Point into the context: returning the struct by value would allocate on every call and
-	// show up in the plugins' allocation counts.
-	r.info.remote = r.Remote
+	return r.Req
+}
+func (r *recv) SetRequestHeaders(api.HeaderMap) error {
+	notImplemented("SetRequestHeaders")
+	return nil
+}
+func (r *recv) GetRequestData() api.Buffer               { return r.Body }
+func (r *recv) SetRequestData(b api.Buffer) error        { r.Body = b; return nil }
+func (r *recv) GetRequestTrailers() api.HeaderMap        { return r.Trailers }
+func (r *recv) SetRequestTrailers(t api.HeaderMap) error { r.Trailers = t; return nil }
+func (r *recv) RequestInfo() api.RequestInfo {
+	// Point into the context: returning a struct would allocate on every call
+	// and show up in the plugins' allocation counts.
 	return &r.info
 }
-func (r *recv) Route() api.RouteInfo   { return nil }
-func (r *recv) ClearRouteCache() error { return nil }
-func (r *recv) SetUpstreamOverrideHost(string, bool) error {
+func (r *recv) Route() api.RouteInfo { return &r.rt }
+func (r *recv) ClearRouteCache() error {
+	r.RouteCleared++
+	return nil
+}
+func (r *recv) SetUpstreamOverrideHost(host string, _ bool) error {
+	r.OverrideHost = host
 	return nil
 }
 
-// remoteInfo answers the downstream address; other methods panic (nil embedded interface).
-type remoteInfo struct {
-	api.RequestInfo
-	remote string
+type send Context
+
+func (s *send) GetResponseHeaders() api.ResponseHeaderMap {
+	if s.Resp == nil {
+		return nil
+	}
+	return s.Resp
+}
+func (s *send) SetResponseHeaders(api.HeaderMap) error {
+	notImplemented("SetResponseHeaders")
+	return nil
+}
+func (s *send) GetResponseData() api.Buffer        { return s.RespBody }
+func (s *send) SetResponseData(b api.Buffer) error { s.RespBody = b; return nil }
+func (s *send) GetResponseTrailers() api.HeaderMap { notImplemented("GetResponseTrailers"); return nil }
+func (s *send) SetResponseTrailers(api.HeaderMap) error {
+	notImplemented("SetResponseTrailers")
+	return nil
+}
+func (s *send) GetRequestHeaders() api.RequestHeaderMap { return (*recv)(s).GetRequestHeaders() }
+func (s *send) RequestInfo() api.RequestInfo            { return &s.info }
+func (s *send) Route() api.RouteInfo                    { return &s.rt }
+func (s *send) SendHijackReply(code int, h api.HeaderMap) error {
+	return (*recv)(s).SendHijackReplyWithBody(code, h, "")
+}
+func (s *send) SendHijackReplyWithBody(code int, h api.HeaderMap, body string) error {
+	return (*recv)(s).SendHijackReplyWithBody(code, h, body)
 }
 
-func (i *remoteInfo) DownstreamRemoteAddress() string { return i.remote }
+// route is the RouteInfo of a Context.
+type route struct{ c *Context }
+
+func (r *route) RouteName() string   { return r.c.RouteName }
+func (r *route) ClusterName() string { return r.c.Cluster }
+
+// info is the RequestInfo of a Context.
+type info struct{ c *Context }
+
+func (i *info) StartTime() time.Time            { return time.Time{} }
+func (i *info) Duration() time.Duration         { return 0 }
+func (i *info) Protocol() string                { return "HTTP/1.1" }
+func (i *info) DownstreamRemoteAddress() string { return i.c.Remote }
+func (i *info) DownstreamLocalAddress() string  { return "127.0.0.1:10000" }
+func (i *info) UpstreamHost() string            { return "" }
+func (i *info) UpstreamCluster() string         { return i.c.Cluster }
+func (i *info) ResponseCode() int {
+	if i.c.Resp == nil {
+		return 0
+	}
+	return i.c.Resp.Status()
+}
+func (i *info) GetProperty(key string) (string, error) {
+	if v, ok := i.c.Properties[key]; ok {
+		return v, nil
+	}
+	return "", fmt.Errorf("fakeframework: property %q not set in Context.Properties", key)
+}
+
+// Response is an api.ResponseHeaderMap over api.Headers (":status" in the map).
+type Response struct{ api.Headers }
+
+// NewResponse builds response headers: the status, then header key/value pairs.
+func NewResponse(status int, kv ...string) *Response {
+	r := &Response{api.Headers{":status": {strconv.Itoa(status)}}}
+	for i := 0; i+1 < len(kv); i += 2 {
+		r.Add(kv[i], kv[i+1])
+	}
+	return r
+}
+
+func (r *Response) SetStatus(code int) error { return r.Set(":status", strconv.Itoa(code)) }
 
 // Env is an api.ConfigEnv whose metrics can be read back with Count and Value.
 type Env struct {
@@ -298,6 +410,15 @@ func MustParse[C Config](t testing.TB, plugin string, newConfig func() any, cfg 
 func Run(plugin string, f api.ReceiverFilter, req *Request, body api.Buffer) (*Context, api.Status) {
 	ctx := NewContext(plugin, req)
 	st := f.OnReceive(ctx, req, body, nil)
+	return ctx, st
+}
+
+// RunSend runs f's response hook on resp (body nil for none) for request req in a new
+// Context for plugin.
+func RunSend(plugin string, f api.SenderFilter, req *Request, resp *Response, body api.Buffer) (*Context, api.Status) {
+	ctx := NewContext(plugin, req).WithResponse(resp)
+	ctx.RespBody = body
+	st := f.Append(ctx, resp, body, nil)
 	return ctx, st
 }
 

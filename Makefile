@@ -1,5 +1,6 @@
 # moe: Go plugins for Envoy's golang filter, one libgolang.so, tested through moe-host.
 #   make run    build, then serve the demo on 127.0.0.1:10000
+#   make example NAME=<plugin>   serve that plugin's example (envoy/examples/<plugin>.yaml)
 #   make test   every test: unit (-race), moe-host conformance, end-to-end, sanitizer run
 #   make bench  Go benchmarks (ratios against a baseline measured in the same run)
 SHELL := /bin/bash
@@ -10,7 +11,7 @@ export CGO_ENABLED := 1
 GO_SOURCES := $(shell find . -name '*.go' -not -path './out/*') go.mod go.sum
 HOST_SOURCES := $(wildcard cgo/host/*.cc cgo/host/*.h cgo/host/testing/*.cc cgo/host/Makefile)
 
-.PHONY: all deps build run test test-asan bench image clean
+.PHONY: all deps build run example test test-asan bench image clean
 
 all: build
 
@@ -48,7 +49,12 @@ $(OUT)/libmoe-e2e.so: $(GO_SOURCES)
 TEST_BINS := $(OUT)/libconformance.so $(OUT)/libmoe-e2e.so $(OUT)/moe-host-netonly $(OUT)/moe-host-asan
 
 run: build
-	@bash envoy/run-demo.sh
+	@bash envoy/serve.sh envoy/envoy.yaml
+
+# make example NAME=key-auth: serve envoy/examples/<NAME>.yaml with what it needs (Redis, ...).
+example: build
+	@test -n "$(NAME)" || { echo "usage: make example NAME=<plugin> (one of: $(basename $(notdir $(wildcard envoy/examples/*.yaml))))" >&2; exit 2; }
+	@bash envoy/serve.sh envoy/examples/$(NAME).yaml
 
 # MOE_REQUIRE_HOST=1 turns "binary missing" into a failure instead of a skip.
 test: build $(TEST_BINS)

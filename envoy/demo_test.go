@@ -1,5 +1,5 @@
 // Package envoy holds the demo and example bootstraps; this test runs the demo that `make run`
-// serves through moe-host and replays the requests the README and envoy/run-demo.sh show.
+// serves through moe-host and replays the requests the README and envoy/envoy.yaml show.
 package envoy
 
 import (

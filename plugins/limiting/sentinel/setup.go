@@ -6,12 +6,8 @@ import (
 	"sync"
 
 	sapi "github.com/alibaba/sentinel-golang/api"
-	"github.com/alibaba/sentinel-golang/core/base"
 	"github.com/alibaba/sentinel-golang/core/circuitbreaker"
 	sconfig "github.com/alibaba/sentinel-golang/core/config"
-	"github.com/alibaba/sentinel-golang/core/stat"
-	"github.com/alibaba/sentinel-golang/core/system"
-	"github.com/alibaba/sentinel-golang/core/system_metric"
 	"github.com/alibaba/sentinel-golang/logging"
 
 	"github.com/moeproxy/moe/shared/api"
@@ -130,21 +126,4 @@ func (breakerListener) OnTransformToOpen(prev circuitbreaker.State, r circuitbre
 
 func (breakerListener) OnTransformToHalfOpen(prev circuitbreaker.State, r circuitbreaker.Rule) {
 	inc(breakerMetrics.halfOpen)
-}
-
-// systemValue reads the statistic a system rule checks, from sentinel.
-func systemValue(t system.MetricType) float64 {
-	switch t {
-	case system.InboundQPS:
-		return stat.InboundNode().GetQPS(base.MetricEventPass)
-	case system.Concurrency:
-		return float64(stat.InboundNode().CurrentConcurrency())
-	case system.AvgRT:
-		return stat.InboundNode().AvgRT()
-	case system.Load:
-		return system_metric.CurrentLoad()
-	case system.CpuUsage:
-		return system_metric.CurrentCpuUsage()
-	}
-	return -1
 }

@@ -1,12 +1,12 @@
 package limitcount
 
 import (
-	"crypto/tls"
 	"runtime"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/moeproxy/moe/plugins/internal/redisclient"
 	"github.com/moeproxy/moe/shared/api"
 	"github.com/moeproxy/moe/shared/variables"
 )
@@ -43,8 +43,9 @@ type Config struct {
 	// "local" (count in this instance alone with the same count and window).
 	FailurePolicy string `json:"failure_policy"`
 	FailureStatus int    `json:"failure_status"`
-	// Redis is where the counters live.
-	Redis RedisConfig `json:"redis"`
+	// Redis is where the counters live. Configs with an equal redis section
+	// share one client (and its connection pool), also across config versions.
+	Redis redisclient.Config `json:"redis"`
 
 	key       *variables.Template
 	keySuffix string // "}:f60000": window kind and length, so a change of window starts new counters
@@ -58,45 +59,6 @@ type Config struct {
 	rt *limiter // set in Init
 }
 
-// RedisConfig says how to reach Redis. Configs with equal RedisConfig share
-// one client (and its connection pool), also across config versions.
-type RedisConfig struct {
-	// Addrs: "host:port" of a single node, or seed nodes of a cluster (more
-	// than one address means cluster mode, as in go-redis' UniversalClient).
-	Addrs []string `json:"addrs"`
-	// Cluster forces cluster mode with a single seed address.
-	Cluster bool `json:"cluster"`
-	// MasterName selects Redis Sentinel: Addrs are then the sentinels.
-	MasterName string `json:"master_name"`
-	Username   string `json:"username"`
-	// Password is never logged nor sent in any reply.
-	Password string `json:"password"`
-	DB       int    `json:"db"`
-	TLS      *TLS   `json:"tls"`
-	// Timeout bounds each counter call (pool wait, dial, write, read and
-	// retries together); past it the failure policy applies. Default 50ms.
-	Timeout api.Duration `json:"timeout"`
-	// DialTimeout bounds connection setup (default 1s); a request still never
-	// waits longer than Timeout.
-	DialTimeout api.Duration `json:"dial_timeout"`
-	// PoolSize is connections per node (0: go-redis default, 10 per CPU).
-	PoolSize     int `json:"pool_size"`
-	MinIdleConns int `json:"min_idle_conns"`
-	// MaxRetries after a network error within Timeout (default 1; 0: none).
-	MaxRetries int `json:"max_retries"`
-}
-
-// TLS to Redis.
-type TLS struct {
-	ServerName         string `json:"server_name"`
-	InsecureSkipVerify bool   `json:"insecure_skip_verify"`
-	CAFile             string `json:"ca_file"`
-	CertFile           string `json:"cert_file"`
-	KeyFile            string `json:"key_file"`
-
-	config *tls.Config // built in Validate
-}
-
 const (
 	windowFixed   = "fixed"
 	windowSliding = "sliding"
@@ -108,10 +70,9 @@ const (
 	failClosed = "fail_closed"
 	failLocal  = "local"
 
-	minWindow  = 10 * time.Millisecond
-	maxWindow  = 24 * time.Hour
-	maxCount   = 1 << 40
-	maxTimeout = 10 * time.Second
+	minWindow = 10 * time.Millisecond
+	maxWindow = 24 * time.Hour
+	maxCount  = 1 << 40
 )
 
 func newConfig() any {
@@ -126,11 +87,7 @@ func newConfig() any {
 		Headers:        true,
 		FailurePolicy:  failOpen,
 		FailureStatus:  503,
-		Redis: RedisConfig{
-			Timeout:     api.Duration(50 * time.Millisecond),
-			DialTimeout: api.Duration(time.Second),
-			MaxRetries:  1,
-		},
+		Redis:          redisclient.DefaultConfig(),
 	}
 }
 
@@ -162,7 +119,7 @@ func (c *Config) Validate() error {
 		// Braces would move the Redis Cluster hash tag away from the key.
 		return api.FieldErrorf("key_prefix", "must not contain '{' or '}', got %q", c.KeyPrefix)
 	}
-	if err := c.Redis.validate("redis"); err != nil {
+	if err := c.Redis.Check("redis"); err != nil {
 		return err
 	}
 	// Rendered with RenderComplete, so that empty_key: reject also catches a
@@ -192,7 +149,11 @@ func (c *Config) Init(env api.ConfigEnv) error {
 	c.failHdrs = api.Headers{"content-type": c.replyHdr}
 	c.emptyHdrs = api.Headers{"content-type": c.replyHdr}
 
-	c.rt = newRuntime(c, env.Metrics())
+	rt, err := newRuntime(c, env.Metrics())
+	if err != nil {
+		return err
+	}
+	c.rt = rt
 	// Destroy is the normal way out (the framework also destroys it when a
 	// later plugin of the same chain fails to parse). As a backstop for a
 	// config dropped without Destroy, which would keep its reference and the

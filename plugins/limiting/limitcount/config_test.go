@@ -111,20 +111,3 @@ func TestConfigLoadsTLSFiles(t *testing.T) {
 	}
 	destroy(run)
 }
-
-func TestRedisOptions(t *testing.T) {
-	r := RedisConfig{Addrs: []string{"a:1"}, MaxRetries: 0}
-	r.Timeout = 50e6
-	r.DialTimeout = 1e9
-	o := r.options()
-	if o.MaxRetries != -1 || o.ReadTimeout != 50e6 || o.PoolTimeout != 50e6 || !o.ContextTimeoutEnabled || o.DialerRetries != 1 {
-		t.Errorf("options: %+v", o)
-	}
-	r.MaxRetries = 2
-	if o := r.options(); o.MaxRetries != 2 {
-		t.Errorf("max_retries 2: %d", o.MaxRetries)
-	}
-	if r.isCluster() || !(&RedisConfig{Addrs: []string{"a:1", "b:1"}}).isCluster() || (&RedisConfig{Addrs: []string{"a:1", "b:1"}, MasterName: "m"}).isCluster() {
-		t.Error("isCluster")
-	}
-}

@@ -1,7 +1,6 @@
 package sentinel
 
 import (
-	"fmt"
 	"strings"
 
 	"github.com/moeproxy/moe/shared/api"
@@ -9,7 +8,7 @@ import (
 )
 
 // Config is the sentinel plugin's config. Every rule list is optional; a config
-// without rules only counts traffic.
+// without rules only counts traffic. The rule types are in rule_*.go.
 type Config struct {
 	// Resource names the sentinel resource of a request, rendered per request
 	// from variables (default "$route_name"). Rules without "resource" apply to
@@ -25,35 +24,44 @@ type Config struct {
 	// Sentinel never frees a resource's statistics, so this bounds memory.
 	MaxResources int `json:"max_resources"`
 
-	Flow            []FlowRule      `json:"flow"`
-	Isolation       []IsolationRule `json:"isolation"`
-	CircuitBreakers []BreakerRule   `json:"circuit_breakers"`
-	Hotspot         []HotspotRule   `json:"hotspot"`
-	System          []SystemRule    `json:"system"`
+	// Flow are QPS rules (rule_flow.go).
+	Flow []FlowRule `json:"flow"`
+	// Isolation are concurrency rules (rule_isolation.go).
+	Isolation []IsolationRule `json:"isolation"`
+	// CircuitBreakers (rule_circuitbreaker.go).
+	CircuitBreakers []BreakerRule `json:"circuit_breakers"`
+	// Hotspot are per-value rules (rule_hotspot.go).
+	Hotspot []HotspotRule `json:"hotspot"`
+	// System are adaptive system protection rules, process-wide
+	// (rule_system.go).
+	System []SystemRule `json:"system"`
 
 	// PressureTest identifies pressure-test traffic and gives it its own rules.
 	PressureTest *PressureTest `json:"pressure_test"`
 
 	// ErrorStatusFrom: responses with a status >= this count as errors for the
-	// circuit breakers (default 500). ErrorStatuses adds single codes (e.g. 429).
-	ErrorStatusFrom int   `json:"error_status_from"`
-	ErrorStatuses   []int `json:"error_statuses"`
+	// circuit breakers (default 500; 1000: none).
+	ErrorStatusFrom int `json:"error_status_from"`
+	// ErrorStatuses adds single error codes (e.g. 429).
+	ErrorStatuses []int `json:"error_statuses"`
 
 	// Blocked is the reply sent to blocked requests.
 	Blocked Blocked `json:"blocked"`
 
-	rt *runtime // built by Init
+	rt *runtime // built by Init (compiled.go)
 }
 
 // PressureTest configures pressure-test (load test) traffic.
 type PressureTest struct {
 	// Match is rendered per request (default "$header_x-pressure-test"); the
-	// request is pressure traffic when it equals Value (default "true").
+	// request is pressure traffic when it equals Value.
 	Match *variables.Template `json:"match"`
-	Value string              `json:"value"`
-	// Rules for pressure traffic, applied to the pressure resource
-	// ("<name>#pressure"). When all are empty, pressure traffic shares the normal
-	// resource and rules and is only shed earlier by system protection.
+	// Value that marks pressure traffic (default "true").
+	Value string `json:"value"`
+	// Flow, Isolation, CircuitBreakers and Hotspot are the rules for pressure
+	// traffic, applied to the pressure resource ("<name>#pressure"). When all
+	// are empty, pressure traffic shares the normal resource and rules and is
+	// only shed earlier by system protection.
 	Flow            []FlowRule      `json:"flow"`
 	Isolation       []IsolationRule `json:"isolation"`
 	CircuitBreakers []BreakerRule   `json:"circuit_breakers"`
@@ -79,8 +87,15 @@ type Blocked struct {
 	Header string `json:"header"`
 }
 
-// NewConfig returns the defaults.
-func NewConfig() *Config {
+// Limits of Validate.
+const (
+	maxMaxResources = 100_000
+	errorStatusNone = 1000 // error_status_from that counts no status as an error
+)
+
+// newConfig returns the defaults. Per-rule defaults are filled by Validate
+// (a list element has no defaults of its own before it is decoded).
+func newConfig() any {
 	return &Config{
 		Resource:        variables.MustCompileTemplate("$route_name"),
 		MaxResources:    1000,
@@ -103,14 +118,14 @@ func (c *Config) Validate() error {
 	if strings.ContainsAny(c.Namespace, "/#") {
 		return api.FieldErrorf("namespace", "must not contain '/' or '#'")
 	}
-	if c.MaxResources < 1 || c.MaxResources > 100000 {
-		return api.FieldErrorf("max_resources", "must be in [1, 100000], got %d", c.MaxResources)
+	if err := api.CheckRange("max_resources", c.MaxResources, 1, maxMaxResources); err != nil {
+		return err
 	}
 	if err := validateRules("", c.Flow, c.Isolation, c.CircuitBreakers, c.Hotspot); err != nil {
 		return err
 	}
 	for i := range c.System {
-		if err := c.System[i].validate(fmt.Sprintf("system[%d]", i)); err != nil {
+		if err := c.System[i].validate(api.Field("system", i)); err != nil {
 			return err
 		}
 	}
@@ -124,27 +139,30 @@ func (c *Config) Validate() error {
 		if p.SystemRatio == 0 {
 			p.SystemRatio = 0.8
 		}
-		if p.SystemRatio < 0 || p.SystemRatio > 1 {
-			return api.FieldErrorf("pressure_test.system_ratio", "must be in (0, 1], got %v", p.SystemRatio)
+		// 0 is the default above: the accepted range is (0, 1].
+		if err := api.CheckRange("pressure_test.system_ratio", p.SystemRatio, 0, 1); err != nil {
+			return err
 		}
-		if err := validateRules("pressure_test.", p.Flow, p.Isolation, p.CircuitBreakers, p.Hotspot); err != nil {
+		if err := validateRules("pressure_test", p.Flow, p.Isolation, p.CircuitBreakers, p.Hotspot); err != nil {
 			return err
 		}
 	}
-	if c.ErrorStatusFrom < 100 || c.ErrorStatusFrom > 1000 {
-		return api.FieldErrorf("error_status_from", "must be an HTTP status in [100, 599] (or 1000 to disable), got %d", c.ErrorStatusFrom)
+	if err := api.CheckRange("error_status_from", c.ErrorStatusFrom, 100, errorStatusNone); err != nil {
+		return err
 	}
 	for i, s := range c.ErrorStatuses {
-		if s < 100 || s > 599 {
-			return api.FieldErrorf(fmt.Sprintf("error_statuses[%d]", i), "must be an HTTP status in [100, 599], got %d", s)
+		if err := api.CheckRange(api.Field("error_statuses", i), s, 100, 599); err != nil {
+			return err
 		}
 	}
 	b := &c.Blocked
-	if b.Status < 200 || b.Status > 599 {
-		return api.FieldErrorf("blocked.status", "must be in [200, 599], got %d", b.Status)
+	// Any final status, not only 4xx/5xx: some deployments answer blocked
+	// requests with a 200 and a body their clients understand.
+	if err := api.CheckRange("blocked.status", b.Status, 200, 599); err != nil {
+		return err
 	}
-	if b.CircuitBreakerStatus < 200 || b.CircuitBreakerStatus > 599 {
-		return api.FieldErrorf("blocked.circuit_breaker_status", "must be in [200, 599], got %d", b.CircuitBreakerStatus)
+	if err := api.CheckRange("blocked.circuit_breaker_status", b.CircuitBreakerStatus, 200, 599); err != nil {
+		return err
 	}
 	if b.Header != "-" && !validHeaderName(b.Header) {
 		return api.FieldErrorf("blocked.header", "invalid header name %q", b.Header)

@@ -8,12 +8,14 @@ import (
 	"github.com/moeproxy/moe/shared/api"
 )
 
-// BreakerRule is a circuit breaker (sentinel circuitbreaker rule).
+// BreakerRule is a circuit breaker (sentinel circuitbreaker rule): config,
+// validation and translation to sentinel's circuitbreaker.Rule.
 type BreakerRule struct {
+	// Resource restricts the rule to one rendered name (empty: every name).
 	Resource string `json:"resource"`
 	// Strategy: "slow_request_ratio", "error_ratio" or "error_count".
 	Strategy string `json:"strategy"`
-	// Threshold is a ratio in [0,1] for the ratio strategies, a count for
+	// Threshold is a ratio in (0,1] for the ratio strategies, a count for
 	// error_count.
 	Threshold float64 `json:"threshold"`
 	// MaxAllowedRT marks a request slow (slow_request_ratio only).
@@ -32,29 +34,29 @@ type BreakerRule struct {
 var breakerStrats = []string{"slow_request_ratio", "error_ratio", "error_count"}
 
 func (r *BreakerRule) validate(f string) error {
-	if err := checkResourceName(f+".resource", r.Resource); err != nil {
+	if err := checkResourceName(api.Field(f, "resource"), r.Resource); err != nil {
 		return err
 	}
-	if err := oneOf(f+".strategy", r.Strategy, breakerStrats); err != nil {
+	if err := api.CheckOneOf(api.Field(f, "strategy"), r.Strategy, breakerStrats...); err != nil {
 		return err
 	}
 	switch r.Strategy {
 	case "error_count":
 		if r.Threshold < 1 {
-			return api.FieldErrorf(f+".threshold", "must be a count >= 1 for error_count, got %v", r.Threshold)
+			return api.FieldErrorf(api.Field(f, "threshold"), "must be a count >= 1 for error_count, got %v", r.Threshold)
 		}
 	default:
 		if !(r.Threshold > 0 && r.Threshold <= 1) {
-			return api.FieldErrorf(f+".threshold", "must be a ratio in (0, 1] for %s, got %v", r.Strategy, r.Threshold)
+			return api.FieldErrorf(api.Field(f, "threshold"), "must be a ratio in (0, 1] for %s, got %v", r.Strategy, r.Threshold)
 		}
 	}
 	if r.Strategy == "slow_request_ratio" && r.MaxAllowedRT.D() < time.Millisecond {
-		return api.FieldErrorf(f+".max_allowed_rt", "is required for slow_request_ratio (at least 1ms)")
+		return api.FieldErrorf(api.Field(f, "max_allowed_rt"), "is required for slow_request_ratio (at least 1ms)")
 	}
-	if err := positiveDuration(f+".retry_timeout", &r.RetryTimeout, 5*time.Second, time.Millisecond); err != nil {
+	if err := api.CheckMin(api.Field(f, "retry_timeout"), orDefault(&r.RetryTimeout, 5*time.Second), time.Millisecond); err != nil {
 		return err
 	}
-	if err := positiveDuration(f+".stat_interval", &r.StatInterval, time.Second, 10*time.Millisecond); err != nil {
+	if err := api.CheckMin(api.Field(f, "stat_interval"), orDefault(&r.StatInterval, time.Second), 10*time.Millisecond); err != nil {
 		return err
 	}
 	if r.MinRequestAmount == 0 {

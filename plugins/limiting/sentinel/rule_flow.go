@@ -10,7 +10,8 @@ import (
 	"github.com/moeproxy/moe/shared/api"
 )
 
-// FlowRule is a QPS limit (sentinel flow rule).
+// FlowRule is a QPS limit (sentinel flow rule): config, validation and
+// translation to sentinel's flow.Rule.
 type FlowRule struct {
 	// Resource restricts the rule to one rendered resource name; empty means
 	// every name. A named rule replaces the unnamed flow rules for that name.
@@ -22,9 +23,10 @@ type FlowRule struct {
 	Behavior string `json:"behavior"`
 	// StatInterval is the window Threshold counts in (default 1s).
 	StatInterval api.Duration `json:"stat_interval"`
-	// WarmUpPeriod and WarmUpColdFactor shape warm_up (default 10s, 3).
-	WarmUpPeriod     api.Duration `json:"warm_up_period"`
-	WarmUpColdFactor uint32       `json:"warm_up_cold_factor"`
+	// WarmUpPeriod: warm_up reaches Threshold after this long (default 10s).
+	WarmUpPeriod api.Duration `json:"warm_up_period"`
+	// WarmUpColdFactor: warm_up starts at Threshold/WarmUpColdFactor (default 3).
+	WarmUpColdFactor uint32 `json:"warm_up_cold_factor"`
 	// MaxQueueingTime bounds a throttled request's wait (default 500ms).
 	MaxQueueingTime api.Duration `json:"max_queueing_time"`
 }
@@ -32,41 +34,37 @@ type FlowRule struct {
 var flowBehaviors = []string{"reject", "warm_up", "throttling", "warm_up_throttling"}
 
 func (r *FlowRule) validate(f string) error {
-	if err := checkResourceName(f+".resource", r.Resource); err != nil {
+	if err := checkResourceName(api.Field(f, "resource"), r.Resource); err != nil {
 		return err
 	}
+	// Strictly positive (CheckMin would accept 0); JSON has no NaN or Inf, the
+	// check is for configs built in Go.
 	if r.Threshold <= 0 || math.IsInf(r.Threshold, 0) || math.IsNaN(r.Threshold) {
-		return api.FieldErrorf(f+".threshold", "must be > 0, got %v", r.Threshold)
+		return api.FieldErrorf(api.Field(f, "threshold"), "must be > 0, got %v", r.Threshold)
 	}
 	if r.Behavior == "" {
 		r.Behavior = "reject"
 	}
-	if err := oneOf(f+".behavior", r.Behavior, flowBehaviors); err != nil {
+	if err := api.CheckOneOf(api.Field(f, "behavior"), r.Behavior, flowBehaviors...); err != nil {
 		return err
 	}
-	if err := positiveDuration(f+".stat_interval", &r.StatInterval, time.Second, time.Millisecond); err != nil {
+	if err := api.CheckRange(api.Field(f, "stat_interval"), orDefault(&r.StatInterval, time.Second), time.Millisecond, 10*time.Minute); err != nil {
 		return err
-	}
-	if r.StatInterval.D() > 10*time.Minute {
-		return api.FieldErrorf(f+".stat_interval", "must be at most 10m, got %v", r.StatInterval.D())
 	}
 	if strings.HasPrefix(r.Behavior, "warm_up") {
-		if err := positiveDuration(f+".warm_up_period", &r.WarmUpPeriod, 10*time.Second, time.Second); err != nil {
+		if err := api.CheckMin(api.Field(f, "warm_up_period"), orDefault(&r.WarmUpPeriod, 10*time.Second), time.Second); err != nil {
 			return err
 		}
 		if r.WarmUpColdFactor == 0 {
 			r.WarmUpColdFactor = 3
 		}
-		if r.WarmUpColdFactor < 2 {
-			return api.FieldErrorf(f+".warm_up_cold_factor", "must be > 1, got %d", r.WarmUpColdFactor)
+		if err := api.CheckMin(api.Field(f, "warm_up_cold_factor"), r.WarmUpColdFactor, 2); err != nil {
+			return err
 		}
 	}
 	if strings.HasSuffix(r.Behavior, "throttling") {
-		if err := positiveDuration(f+".max_queueing_time", &r.MaxQueueingTime, 500*time.Millisecond, time.Millisecond); err != nil {
+		if err := api.CheckRange(api.Field(f, "max_queueing_time"), orDefault(&r.MaxQueueingTime, 500*time.Millisecond), time.Millisecond, time.Minute); err != nil {
 			return err
-		}
-		if r.MaxQueueingTime.D() > time.Minute {
-			return api.FieldErrorf(f+".max_queueing_time", "must be at most 1m, got %v", r.MaxQueueingTime.D())
 		}
 	}
 	return nil

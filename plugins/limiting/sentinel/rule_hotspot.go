@@ -9,8 +9,10 @@ import (
 	"github.com/moeproxy/moe/shared/variables"
 )
 
-// HotspotRule limits per value of a key (sentinel hotspot param rule).
+// HotspotRule limits per value of a key (sentinel hotspot param rule):
+// config, validation and translation to sentinel's hotspot.Rule.
 type HotspotRule struct {
+	// Resource restricts the rule to one rendered name (empty: every name).
 	Resource string `json:"resource"`
 	// Key is rendered per request, e.g. "$header_x-user". Requests where it is
 	// empty are not limited by this rule.
@@ -24,7 +26,8 @@ type HotspotRule struct {
 	// Duration is the qps window (default 1s, whole seconds).
 	Duration api.Duration `json:"duration"`
 	// Behavior: "reject" (default) or "throttling" (qps only).
-	Behavior        string       `json:"behavior"`
+	Behavior string `json:"behavior"`
+	// MaxQueueingTime bounds a throttled request's wait (default 500ms).
 	MaxQueueingTime api.Duration `json:"max_queueing_time"`
 	// MaxKeys bounds the values tracked (LRU, default 10000).
 	MaxKeys int64 `json:"max_keys"`
@@ -38,56 +41,53 @@ var (
 )
 
 func (r *HotspotRule) validate(f string) error {
-	if err := checkResourceName(f+".resource", r.Resource); err != nil {
+	if err := checkResourceName(api.Field(f, "resource"), r.Resource); err != nil {
 		return err
 	}
 	if r.Key == nil {
-		return api.FieldErrorf(f+".key", "is required (a template such as \"$header_x-user\")")
+		return api.FieldErrorf(api.Field(f, "key"), "is required (a template such as \"$header_x-user\")")
 	}
 	if r.Metric == "" {
 		r.Metric = "qps"
 	}
-	if err := oneOf(f+".metric", r.Metric, hotspotMetrics); err != nil {
+	if err := api.CheckOneOf(api.Field(f, "metric"), r.Metric, hotspotMetrics...); err != nil {
 		return err
 	}
 	if r.Behavior == "" {
 		r.Behavior = "reject"
 	}
-	if err := oneOf(f+".behavior", r.Behavior, hotspotBehavior); err != nil {
+	if err := api.CheckOneOf(api.Field(f, "behavior"), r.Behavior, hotspotBehavior...); err != nil {
 		return err
 	}
 	if r.Metric == "concurrency" && r.Behavior == "throttling" {
-		return api.FieldErrorf(f+".behavior", "throttling needs metric qps")
+		return api.FieldErrorf(api.Field(f, "behavior"), "throttling needs metric qps")
 	}
-	if r.Threshold < 0 {
-		return api.FieldErrorf(f+".threshold", "must be >= 0, got %d", r.Threshold)
+	if err := api.CheckMin(api.Field(f, "threshold"), r.Threshold, 0); err != nil {
+		return err
 	}
-	if r.Burst < 0 {
-		return api.FieldErrorf(f+".burst", "must be >= 0, got %d", r.Burst)
+	if err := api.CheckMin(api.Field(f, "burst"), r.Burst, 0); err != nil {
+		return err
 	}
-	if err := positiveDuration(f+".duration", &r.Duration, time.Second, time.Second); err != nil {
+	if err := api.CheckMin(api.Field(f, "duration"), orDefault(&r.Duration, time.Second), time.Second); err != nil {
 		return err
 	}
 	if r.Duration.D()%time.Second != 0 {
-		return api.FieldErrorf(f+".duration", "must be whole seconds, got %v", r.Duration.D())
+		return api.FieldErrorf(api.Field(f, "duration"), "must be whole seconds, got %v", r.Duration.D())
 	}
 	if r.Behavior == "throttling" {
-		if err := positiveDuration(f+".max_queueing_time", &r.MaxQueueingTime, 500*time.Millisecond, time.Millisecond); err != nil {
+		if err := api.CheckRange(api.Field(f, "max_queueing_time"), orDefault(&r.MaxQueueingTime, 500*time.Millisecond), time.Millisecond, time.Minute); err != nil {
 			return err
-		}
-		if r.MaxQueueingTime.D() > time.Minute {
-			return api.FieldErrorf(f+".max_queueing_time", "must be at most 1m, got %v", r.MaxQueueingTime.D())
 		}
 	}
 	if r.MaxKeys == 0 {
 		r.MaxKeys = 10000
 	}
-	if r.MaxKeys < 1 || r.MaxKeys > 1000000 {
-		return api.FieldErrorf(f+".max_keys", "must be in [1, 1000000], got %d", r.MaxKeys)
+	if err := api.CheckRange(api.Field(f, "max_keys"), r.MaxKeys, 1, 1_000_000); err != nil {
+		return err
 	}
 	for k, v := range r.Overrides {
-		if v < 0 {
-			return api.FieldErrorf(f+".overrides."+k, "must be >= 0, got %d", v)
+		if err := api.CheckMin(api.Field(f, "overrides", k), v, 0); err != nil {
+			return err
 		}
 	}
 	return nil

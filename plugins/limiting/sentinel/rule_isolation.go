@@ -6,17 +6,20 @@ import (
 	"github.com/moeproxy/moe/shared/api"
 )
 
-// IsolationRule limits concurrent requests (sentinel isolation rule).
+// IsolationRule limits concurrent requests (sentinel isolation rule):
+// config, validation and translation to sentinel's isolation.Rule.
 type IsolationRule struct {
-	Resource       string `json:"resource"`
+	// Resource restricts the rule to one rendered name (empty: every name).
+	Resource string `json:"resource"`
+	// MaxConcurrency is how many requests may be in flight at once.
 	MaxConcurrency uint32 `json:"max_concurrency"`
 }
 
 func (r *IsolationRule) validate(f string) error {
-	if r.MaxConcurrency == 0 {
-		return api.FieldErrorf(f+".max_concurrency", "must be > 0")
+	if err := api.CheckMin(api.Field(f, "max_concurrency"), r.MaxConcurrency, 1); err != nil {
+		return err
 	}
-	return checkResourceName(f+".resource", r.Resource)
+	return checkResourceName(api.Field(f, "resource"), r.Resource)
 }
 
 func (r *IsolationRule) sentinel(res string) *isolation.Rule {

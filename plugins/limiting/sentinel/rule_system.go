@@ -11,12 +11,14 @@ import (
 	"github.com/moeproxy/moe/shared/api"
 )
 
-// SystemRule is an adaptive system protection rule (sentinel system rule).
-// System rules are process-wide in sentinel: see README "System protection".
+// SystemRule is an adaptive system protection rule (sentinel system rule):
+// config, validation and translation to sentinel's system.Rule. System rules
+// are process-wide in sentinel: see README "System protection".
 type SystemRule struct {
 	// Metric: "load", "cpu" (usage ratio 0..1), "concurrency", "inbound_qps" or
 	// "avg_rt" (milliseconds).
-	Metric    string  `json:"metric"`
+	Metric string `json:"metric"`
+	// Threshold is the value of Metric past which requests are shed.
 	Threshold float64 `json:"threshold"`
 	// Adaptive: "bbr" (default for load/cpu: only shed while concurrency exceeds
 	// the estimated capacity) or "none".
@@ -29,19 +31,19 @@ var (
 )
 
 func (r *SystemRule) validate(f string) error {
-	if err := oneOf(f+".metric", r.Metric, systemMetrics); err != nil {
+	if err := api.CheckOneOf(api.Field(f, "metric"), r.Metric, systemMetrics...); err != nil {
 		return err
 	}
 	if !(r.Threshold > 0) || math.IsInf(r.Threshold, 0) {
-		return api.FieldErrorf(f+".threshold", "must be > 0, got %v", r.Threshold)
+		return api.FieldErrorf(api.Field(f, "threshold"), "must be > 0, got %v", r.Threshold)
 	}
 	if r.Metric == "cpu" && r.Threshold > 1 {
-		return api.FieldErrorf(f+".threshold", "cpu is a usage ratio in (0, 1], got %v", r.Threshold)
+		return api.FieldErrorf(api.Field(f, "threshold"), "cpu is a usage ratio in (0, 1], got %v", r.Threshold)
 	}
 	if r.Adaptive == "" {
 		r.Adaptive = "bbr"
 	}
-	if err := oneOf(f+".adaptive", r.Adaptive, adaptiveModes); err != nil {
+	if err := api.CheckOneOf(api.Field(f, "adaptive"), r.Adaptive, adaptiveModes...); err != nil {
 		return err
 	}
 	if r.Adaptive == "bbr" && r.Metric != "load" && r.Metric != "cpu" {

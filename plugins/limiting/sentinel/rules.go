@@ -1,7 +1,6 @@
 package sentinel
 
 import (
-	"fmt"
 	"strings"
 	"time"
 
@@ -115,24 +114,26 @@ func (rs *ruleSet) build(key, res string) sentinelRules {
 	return out
 }
 
+// validateRules validates (and fills the defaults of) one rule set; prefix
+// is "" or "pressure_test".
 func validateRules(prefix string, flows []FlowRule, isos []IsolationRule, cbs []BreakerRule, hots []HotspotRule) error {
 	for i := range flows {
-		if err := flows[i].validate(fmt.Sprintf("%sflow[%d]", prefix, i)); err != nil {
+		if err := flows[i].validate(api.Field(prefix, "flow", i)); err != nil {
 			return err
 		}
 	}
 	for i := range isos {
-		if err := isos[i].validate(fmt.Sprintf("%sisolation[%d]", prefix, i)); err != nil {
+		if err := isos[i].validate(api.Field(prefix, "isolation", i)); err != nil {
 			return err
 		}
 	}
 	for i := range cbs {
-		if err := cbs[i].validate(fmt.Sprintf("%scircuit_breakers[%d]", prefix, i)); err != nil {
+		if err := cbs[i].validate(api.Field(prefix, "circuit_breakers", i)); err != nil {
 			return err
 		}
 	}
 	for i := range hots {
-		if err := hots[i].validate(fmt.Sprintf("%shotspot[%d]", prefix, i)); err != nil {
+		if err := hots[i].validate(api.Field(prefix, "hotspot", i)); err != nil {
 			return err
 		}
 	}
@@ -146,21 +147,10 @@ func checkResourceName(field, r string) error {
 	return nil
 }
 
-func positiveDuration(field string, d *api.Duration, def time.Duration, min time.Duration) error {
+// orDefault sets an unset duration to def and returns it.
+func orDefault(d *api.Duration, def time.Duration) time.Duration {
 	if *d == 0 {
 		*d = api.Duration(def)
 	}
-	if d.D() < min {
-		return api.FieldErrorf(field, "must be at least %v, got %v", min, d.D())
-	}
-	return nil
-}
-
-func oneOf(field, v string, allowed []string) error {
-	for _, a := range allowed {
-		if v == a {
-			return nil
-		}
-	}
-	return api.FieldErrorf(field, "unknown value %q (want one of %s)", v, strings.Join(allowed, ", "))
+	return d.D()
 }

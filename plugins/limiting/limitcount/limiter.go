@@ -32,7 +32,7 @@ type limiter struct {
 // latencyBoundsUS are the Redis latency histogram buckets, in microseconds.
 var latencyBoundsUS = []uint64{100, 250, 500, 1000, 2500, 5000, 10000, 25000, 50000, 100000}
 
-func newRuntime(c *Config, m api.Metrics) (*limiter, error) {
+func newLimiter(c *Config, m api.Metrics) (*limiter, error) {
 	rt := &limiter{
 		timeout:          c.Redis.Timeout.D(),
 		passed:           m.Counter("passed"),

@@ -188,9 +188,6 @@ func (c *Config) Validate() error {
 	if err := c.Options.Validate(); err != nil {
 		return err
 	}
-	if len(c.Consumers) > 0 && c.ConsumerClaim == "" {
-		return fieldErr("consumer_claim", "required when consumers are listed")
-	}
 	values := map[string]int{}
 	for i, cc := range c.Consumers {
 		f := fmt.Sprintf("consumers[%d]", i)
@@ -270,7 +267,8 @@ func (c *Config) Destroy() {
 
 // merge applies a per-route config over the parent's: the route's values win,
 // but key sources, issuers, audiences, token sources, forwarded claims and the
-// consumer mapping it leaves empty are the parent's. The result shares the
+// consumer claim (and, without a claim, the consumers) it leaves empty are the
+// parent's. The result shares the
 // parent's JWKS refresher and does not own it.
 func merge(parent, route any) any {
 	p, r := parent.(*Config), route.(*Config)
@@ -296,7 +294,12 @@ func merge(parent, route any) any {
 		rt.forward = p.rt.forward
 	}
 	if r.ConsumerClaim == "" {
-		rt.consumerClaim, rt.consumers = p.rt.consumerClaim, p.rt.consumers
+		// A route listing consumers without a claim maps them with the
+		// parent's claim; a route listing neither keeps the parent's mapping.
+		rt.consumerClaim = p.rt.consumerClaim
+		if len(r.Consumers) == 0 {
+			rt.consumers = p.rt.consumers
+		}
 	}
 	out.rt = &rt
 	out.filter = &filter{rt: &rt}

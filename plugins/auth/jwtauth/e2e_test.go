@@ -55,6 +55,7 @@ func TestE2EExample(t *testing.T) {
 		hdr          []string
 	}{
 		{"alg none", "algorithm not allowed", []string{"authorization", "Bearer " + b64([]byte(`{"alg":"none"}`)) + "." + parts[1] + ".c2ln"}},
+		{"unsecured token", "algorithm not allowed", []string{"authorization", "Bearer " + b64([]byte(`{"alg":"none"}`)) + "." + parts[1] + "."}},
 		{"tampered payload", "invalid signature", []string{"authorization", "Bearer " + parts[0] + "." + b64([]byte(`{"sub":"alice","iss":"https://idp.example","aud":"moe-example","tier":"platinum"}`)) + "." + parts[2]}},
 		{"oversized token", "token too large", []string{"authorization", "Bearer " + strings.Repeat("a", 9000)}},
 		{"unicode in token", "malformed token", []string{"authorization", "Bearer " + exampleGood[:20] + "é" + exampleGood[20:]}},

@@ -54,6 +54,10 @@ func (f *filter) OnReceive(ctx api.Context, h api.RequestHeaderMap, _ api.Buffer
 		default:
 			consumer = &api.Consumer{Name: name}
 		}
+	} else if rt.consumers != nil {
+		// A route listed consumers, but neither it nor its parent names the
+		// claim that selects them: refuse rather than pass unmapped.
+		return rt.deny(ctx, rUnknownConsumer)
 	}
 	for i := range rt.forward {
 		fc := &rt.forward[i]

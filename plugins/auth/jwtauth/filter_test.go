@@ -233,6 +233,52 @@ func TestRouteConfigInheritsKeys(t *testing.T) {
 	wantDenied(t, ctx, "jwks unavailable")
 }
 
+// A route that lists its own consumers without consumer_claim maps them with
+// the parent's claim (README "Per-route config").
+func TestRouteConsumersInheritTheClaim(t *testing.T) {
+	parent, _ := newRT(t, withHS(map[string]any{
+		"consumer_claim": "sub",
+		"consumers":      []any{map[string]any{"name": "alice-app", "claim_value": "alice"}, map[string]any{"name": "bob"}},
+	}))
+	route, _, err := tryConfig(`{"consumers":[{"name":"orders-app","claim_value":"alice"}]}`, true)
+	if err != nil {
+		t.Fatalf("route config with consumers and no consumer_claim: %v", err)
+	}
+	merged := merge(parent, route).(*Config)
+	merged.rt.now = func() time.Time { return fixedNow }
+	token := func(sub string) *fakeframework.Request {
+		cl := claimsValid()
+		cl["sub"] = sub
+		return bearer(sign(t, map[string]any{"alg": "HS256"}, cl, hmacKey))
+	}
+	ctx, st := do(t, merged, token("alice"))
+	if st != api.Continue || ctx.Consumer() == nil || ctx.Consumer().Name != "orders-app" {
+		t.Fatalf("route consumer by the parent's claim: %v %+v", st, ctx.Consumer())
+	}
+	// The route's list replaces the parent's: bob is not a consumer here.
+	ctx, _ = do(t, merged, token("bob"))
+	wantDenied(t, ctx, "unknown consumer")
+
+	// No claim in the parent either (or no parent): nothing can name a listed
+	// consumer, so every token is refused rather than let through unmapped.
+	plain, _ := newRT(t, withHS(nil))
+	alone, _, err := tryConfig(withHS(map[string]any{"consumers": []any{map[string]any{"name": "alice"}}}), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(alone.Destroy)
+	for name, cfg := range map[string]*Config{"parent without claim": merge(plain, route).(*Config), "no parent": alone} {
+		cfg.rt.now = func() time.Time { return fixedNow }
+		ctx, _ := do(t, cfg, token("alice"))
+		t.Run(name, func(t *testing.T) { wantDenied(t, ctx, "unknown consumer") })
+	}
+	// A token carrying an empty-named claim does not match a missing claim name.
+	cl := claimsValid()
+	cl[""] = "alice"
+	ctx, _ = do(t, alone, bearer(sign(t, map[string]any{"alg": "HS256"}, cl, hmacKey)))
+	wantDenied(t, ctx, "unknown consumer")
+}
+
 func TestConfigErrorsNameTheField(t *testing.T) {
 	testKeys(t)
 	for _, tc := range []struct{ name, cfg, field string }{

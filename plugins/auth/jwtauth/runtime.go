@@ -151,6 +151,10 @@ func newRuntime(c *Config, env api.ConfigEnv, logger api.Logger) (*runtime, erro
 	for _, fc := range c.ForwardClaims {
 		rt.forward = append(rt.forward, claimHeader{path: strings.Split(fc.Claim, "."), full: fc.Claim, header: strings.ToLower(fc.Header)})
 	}
+	if len(c.Consumers) > 0 && c.ConsumerClaim == "" && !env.IsRoute() {
+		// A route may leave it out and use its parent's claim (merge).
+		return nil, fieldErr("consumer_claim", "required when consumers are listed")
+	}
 	if len(c.Consumers) > 0 {
 		rt.consumers = make(map[string]*api.Consumer, len(c.Consumers))
 		for _, cc := range c.Consumers {

@@ -48,7 +48,9 @@ const maxHeaderSegment = 1024 // encoded JOSE header bytes; real ones are < 200
 
 // wellFormed checks the compact serialization's alphabet and returns the dot
 // positions. Go's base64 decoder skips CR/LF, so the alphabet is checked
-// first: a token is three base64url segments and nothing else.
+// first: a token is three base64url segments and nothing else. The signature
+// may be empty: an unsecured JWT ("alg":"none", RFC 7519 6.1) is then refused
+// for its algorithm, any other for its signature.
 func wellFormed(tok string) (d1, d2 int, ok bool) {
 	d1, d2 = -1, -1
 	for i := 0; i < len(tok); i++ {
@@ -67,7 +69,7 @@ func wellFormed(tok string) (d1, d2 int, ok bool) {
 			return 0, 0, false
 		}
 	}
-	return d1, d2, d1 > 0 && d2 > d1+1 && d2 < len(tok)-1
+	return d1, d2, d1 > 0 && d2 > d1+1
 }
 
 func decodeSeg(dst []byte, seg string) ([]byte, error) {
@@ -134,6 +136,10 @@ func (rt *runtime) verify(tok string, sc *scratch) (*fastjson.Value, reason, boo
 			return nil, rJWKSUnavailable, false // a route config without any key source
 		}
 		return nil, rAlg, false
+	}
+
+	if d2 == len(tok)-1 {
+		return nil, rSignature, false // empty signature
 	}
 
 	// Signing input, signature and payload, decoded into the scratch buffer.

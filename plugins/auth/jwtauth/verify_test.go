@@ -105,18 +105,34 @@ func TestAlgNoneIsRejected(t *testing.T) {
 	cfg, m := newRT(t, allKeysConfig(t, nil))
 	unsigned := b64([]byte(`{"alg":"none"}`)) + "." + b64(mustJSON(claimsValid()))
 	for name, tok := range map[string]string{
+		// RFC 7519 6.1: an unsecured JWT is "header.payload." (empty signature).
 		"empty signature": unsigned + ".",
 		"dummy signature": unsigned + ".c2ln",
 		"None":            b64([]byte(`{"alg":"None"}`)) + "." + b64(mustJSON(claimsValid())) + ".c2ln",
 		"missing alg":     b64([]byte(`{"typ":"JWT"}`)) + "." + b64(mustJSON(claimsValid())) + ".c2ln",
 	} {
 		ctx, st := do(t, cfg, bearer(tok))
-		if st != api.Stop || ctx.Replied.Code != 401 {
+		if st != api.Stop || ctx.Replied == nil {
 			t.Fatalf("%s: not rejected", name)
 		}
+		t.Run(name, func(t *testing.T) { wantDenied(t, ctx, "algorithm not allowed") })
 	}
-	if m.Count("denied_algorithm_not_allowed") != 3 || m.Count("denied_malformed_token") != 1 {
+	if m.Count("denied_algorithm_not_allowed") != 4 || m.Count("denied_malformed_token") != 0 {
 		t.Fatalf("metrics: alg %d malformed %d", m.Count("denied_algorithm_not_allowed"), m.Count("denied_malformed_token"))
+	}
+}
+
+// An empty signature with a real algorithm is a bad signature, whatever the
+// key type.
+func TestEmptySignatureIsInvalid(t *testing.T) {
+	cfg, m := newRT(t, allKeysConfig(t, nil))
+	for _, alg := range []string{"HS256", "RS256", "PS256", "ES256", "EdDSA"} {
+		tok := b64(mustJSON(map[string]any{"alg": alg})) + "." + b64(mustJSON(claimsValid())) + "."
+		ctx, _ := do(t, cfg, bearer(tok))
+		t.Run(alg, func(t *testing.T) { wantDenied(t, ctx, "invalid signature") })
+	}
+	if m.Count("denied_invalid_signature") != 5 {
+		t.Fatalf("denied_invalid_signature = %d", m.Count("denied_invalid_signature"))
 	}
 }
 

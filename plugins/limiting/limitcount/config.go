@@ -1,12 +1,10 @@
 package limitcount
 
 import (
-	"crypto/tls"
-	"runtime"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/moeproxy/moe/plugins/internal/redisclient"
 	"github.com/moeproxy/moe/shared/api"
 	"github.com/moeproxy/moe/shared/variables"
 )
@@ -24,16 +22,19 @@ type Config struct {
 	// Key is the template naming the counter, e.g. "$remote_addr",
 	// "$consumer" or "$route_name:$header_x-user". Every Envoy instance (and
 	// every route) rendering the same key shares the counter.
-	Key string `json:"key"`
+	Key *variables.Template `json:"key"`
 	// KeyPrefix namespaces this plugin's keys in Redis.
 	KeyPrefix string `json:"key_prefix"`
 	// EmptyKey: what to do when a variable of the key has no value (header
 	// absent, no consumer): "shared" (default: it renders empty and such
-	// requests share a counter) or "reject" (answer EmptyKeyStatus).
-	EmptyKey       string `json:"empty_key"`
-	EmptyKeyStatus int    `json:"empty_key_status"`
-	// Status and Message of the rejection (429 with Retry-After).
-	Status  int    `json:"status"`
+	// requests share a counter) or "reject" (answer EmptyKeyStatus). Checked
+	// with RenderComplete, so a composite key with a missing part counts too.
+	EmptyKey string `json:"empty_key"`
+	// EmptyKeyStatus answers a request refused by empty_key "reject".
+	EmptyKeyStatus int `json:"empty_key_status"`
+	// Status of the rejection (with Retry-After).
+	Status int `json:"status"`
+	// Message is the body of the rejection (text/plain).
 	Message string `json:"message"`
 	// Headers adds X-RateLimit-Limit/Remaining/Reset to responses and to the
 	// rejection (default true).
@@ -42,59 +43,14 @@ type Config struct {
 	// "fail_open" (default: admit), "fail_closed" (answer FailureStatus) or
 	// "local" (count in this instance alone with the same count and window).
 	FailurePolicy string `json:"failure_policy"`
-	FailureStatus int    `json:"failure_status"`
-	// Redis is where the counters live.
-	Redis RedisConfig `json:"redis"`
+	// FailureStatus answers requests under fail_closed while Redis fails.
+	FailureStatus int `json:"failure_status"`
+	// Redis is where the counters live. Configs with an equal redis section
+	// share one client (and its connection pool), also across config versions
+	// and with other plugins (plugins/internal/redisclient).
+	Redis redisclient.Config `json:"redis"`
 
-	key       *variables.Template
-	keySuffix string // "}:f60000": window kind and length, so a change of window starts new counters
-	sliding   bool
-	windowMS  int64
-	limitHdr  []string
-	replyHdr  []string
-	failHdrs  api.Headers
-	emptyHdrs api.Headers
-
-	rt *limiter // set in Init
-}
-
-// RedisConfig says how to reach Redis. Configs with equal RedisConfig share
-// one client (and its connection pool), also across config versions.
-type RedisConfig struct {
-	// Addrs: "host:port" of a single node, or seed nodes of a cluster (more
-	// than one address means cluster mode, as in go-redis' UniversalClient).
-	Addrs []string `json:"addrs"`
-	// Cluster forces cluster mode with a single seed address.
-	Cluster bool `json:"cluster"`
-	// MasterName selects Redis Sentinel: Addrs are then the sentinels.
-	MasterName string `json:"master_name"`
-	Username   string `json:"username"`
-	// Password is never logged nor sent in any reply.
-	Password string `json:"password"`
-	DB       int    `json:"db"`
-	TLS      *TLS   `json:"tls"`
-	// Timeout bounds each counter call (pool wait, dial, write, read and
-	// retries together); past it the failure policy applies. Default 50ms.
-	Timeout api.Duration `json:"timeout"`
-	// DialTimeout bounds connection setup (default 1s); a request still never
-	// waits longer than Timeout.
-	DialTimeout api.Duration `json:"dial_timeout"`
-	// PoolSize is connections per node (0: go-redis default, 10 per CPU).
-	PoolSize     int `json:"pool_size"`
-	MinIdleConns int `json:"min_idle_conns"`
-	// MaxRetries after a network error within Timeout (default 1; 0: none).
-	MaxRetries int `json:"max_retries"`
-}
-
-// TLS to Redis.
-type TLS struct {
-	ServerName         string `json:"server_name"`
-	InsecureSkipVerify bool   `json:"insecure_skip_verify"`
-	CAFile             string `json:"ca_file"`
-	CertFile           string `json:"cert_file"`
-	KeyFile            string `json:"key_file"`
-
-	config *tls.Config // built in Validate
+	compiled // built by Init (compiled.go)
 }
 
 const (
@@ -108,16 +64,15 @@ const (
 	failClosed = "fail_closed"
 	failLocal  = "local"
 
-	minWindow  = 10 * time.Millisecond
-	maxWindow  = 24 * time.Hour
-	maxCount   = 1 << 40
-	maxTimeout = 10 * time.Second
+	minWindow = 10 * time.Millisecond
+	maxWindow = 24 * time.Hour
+	maxCount  = 1 << 40
 )
 
 func newConfig() any {
 	return &Config{
 		Window:         windowFixed,
-		Key:            "$remote_addr",
+		Key:            variables.MustCompileTemplate("$remote_addr"),
 		KeyPrefix:      "moe:limit-count:",
 		EmptyKey:       emptyShared,
 		EmptyKeyStatus: 400,
@@ -126,86 +81,48 @@ func newConfig() any {
 		Headers:        true,
 		FailurePolicy:  failOpen,
 		FailureStatus:  503,
-		Redis: RedisConfig{
-			Timeout:     api.Duration(50 * time.Millisecond),
-			DialTimeout: api.Duration(time.Second),
-			MaxRetries:  1,
-		},
+		Redis:          redisclient.DefaultConfig(),
 	}
 }
 
-// Validate checks values; errors name the field.
+// Validate checks values; errors name the field. The key template's
+// variables were checked while decoding; the redis section (and its TLS
+// files) by redisclient.
 func (c *Config) Validate() error {
+	if err := api.CheckRange("count", c.Count, 1, maxCount); err != nil {
+		return err
+	}
 	w := c.TimeWindow.D()
-	switch {
-	case c.Count < 1 || c.Count > maxCount:
-		return api.FieldErrorf("count", "must be a number of requests >= 1, got %d", c.Count)
-	case w < minWindow || w > maxWindow:
-		return api.FieldErrorf("time_window", "must be between %v and %v, got %v", minWindow, maxWindow, w)
-	case w%time.Millisecond != 0:
+	if err := api.CheckRange("time_window", w, minWindow, maxWindow); err != nil {
+		return err
+	}
+	if w%time.Millisecond != 0 {
 		return api.FieldErrorf("time_window", "must be a whole number of milliseconds, got %v", w)
-	case c.Window != windowFixed && c.Window != windowSliding:
-		return api.FieldErrorf("window", "must be %q or %q, got %q", windowFixed, windowSliding, c.Window)
-	case strings.TrimSpace(c.Key) == "":
+	}
+	if err := api.CheckOneOf("window", c.Window, windowFixed, windowSliding); err != nil {
+		return err
+	}
+	if c.Key == nil || strings.TrimSpace(c.Key.String()) == "" {
 		return api.FieldErrorf("key", "must be a template such as \"$remote_addr\" or \"$consumer\"")
-	case c.EmptyKey != emptyShared && c.EmptyKey != emptyReject:
-		return api.FieldErrorf("empty_key", "must be %q or %q, got %q", emptyShared, emptyReject, c.EmptyKey)
-	case !isErrorStatus(c.EmptyKeyStatus):
-		return api.FieldErrorf("empty_key_status", "must be a 4xx or 5xx code, got %d", c.EmptyKeyStatus)
-	case !isErrorStatus(c.Status):
-		return api.FieldErrorf("status", "must be a 4xx or 5xx code, got %d", c.Status)
-	case c.FailurePolicy != failOpen && c.FailurePolicy != failClosed && c.FailurePolicy != failLocal:
-		return api.FieldErrorf("failure_policy", "must be %q, %q or %q, got %q", failOpen, failClosed, failLocal, c.FailurePolicy)
-	case !isErrorStatus(c.FailureStatus):
-		return api.FieldErrorf("failure_status", "must be a 4xx or 5xx code, got %d", c.FailureStatus)
-	case strings.ContainsAny(c.KeyPrefix, "{}"):
+	}
+	if strings.ContainsAny(c.KeyPrefix, "{}") {
 		// Braces would move the Redis Cluster hash tag away from the key.
 		return api.FieldErrorf("key_prefix", "must not contain '{' or '}', got %q", c.KeyPrefix)
 	}
-	if err := c.Redis.validate("redis"); err != nil {
+	if err := api.CheckOneOf("empty_key", c.EmptyKey, emptyShared, emptyReject); err != nil {
 		return err
 	}
-	// Rendered with RenderComplete, so that empty_key: reject also catches a
-	// composite key with a missing part.
-	k, err := variables.CompileTemplate(c.Key)
-	if err != nil {
-		return api.FieldErrorf("key", "%v", err)
+	if err := api.CheckStatus("empty_key_status", c.EmptyKeyStatus); err != nil {
+		return err
 	}
-	c.key = k
-	return nil
-}
-
-func isErrorStatus(s int) bool { return s >= 400 && s <= 599 }
-
-// Init precomputes what requests need and takes a reference on the shared
-// Redis client of this Redis config.
-func (c *Config) Init(env api.ConfigEnv) error {
-	c.sliding = c.Window == windowSliding
-	c.windowMS = c.TimeWindow.D().Milliseconds()
-	kind := "f"
-	if c.sliding {
-		kind = "s"
+	if err := api.CheckStatus("status", c.Status); err != nil {
+		return err
 	}
-	c.keySuffix = "}:" + kind + strconv.FormatInt(c.windowMS, 10)
-	c.limitHdr = []string{strconv.FormatInt(c.Count, 10)}
-	c.replyHdr = []string{"text/plain; charset=utf-8"}
-	c.failHdrs = api.Headers{"content-type": c.replyHdr}
-	c.emptyHdrs = api.Headers{"content-type": c.replyHdr}
-
-	c.rt = newRuntime(c, env.Metrics())
-	// Destroy is the normal way out (the framework also destroys it when a
-	// later plugin of the same chain fails to parse). As a backstop for a
-	// config dropped without Destroy, which would keep its reference and the
-	// client open for ever, release it when the config is garbage (close is
-	// idempotent). rt does not point back to c.
-	runtime.AddCleanup(c, func(rt *limiter) { rt.close() }, c.rt)
-	return nil
-}
-
-// Destroy runs when Envoy drops this config version: the Redis client is
-// closed when no other config version uses it any more.
-func (c *Config) Destroy() {
-	if c.rt != nil {
-		c.rt.close()
+	if err := api.CheckOneOf("failure_policy", c.FailurePolicy, failOpen, failClosed, failLocal); err != nil {
+		return err
 	}
+	if err := api.CheckStatus("failure_status", c.FailureStatus); err != nil {
+		return err
+	}
+	return c.Redis.Check("redis")
 }

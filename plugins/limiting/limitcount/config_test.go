@@ -30,18 +30,18 @@ func TestConfigRejectsBadValuesNamingTheField(t *testing.T) {
 		config map[string]any
 		want   string // field and reason
 	}{
-		{"count missing", map[string]any{"time_window": "1s", "redis": redis}, "field count: must be a number of requests >= 1, got 0"},
+		{"count missing", map[string]any{"time_window": "1s", "redis": redis}, "field count: must be between 1 and 1099511627776, got 0"},
 		{"count negative", with("count", -1), "field count: must be"},
 		{"count fractional", with("count", 1.5), "count"},
 		{"window missing", map[string]any{"count": 1, "redis": redis}, "field time_window: must be between 10ms and 24h0m0s, got 0s"},
 		{"window too long", with("time_window", "48h"), "field time_window"},
 		{"window sub-ms", with("time_window", "10.5ms"), "field time_window: must be a whole number of milliseconds"},
-		{"window kind", with("window", "rolling"), `field window: must be "fixed" or "sliding", got "rolling"`},
+		{"window kind", with("window", "rolling"), `field window: must be one of fixed, sliding, got "rolling"`},
 		{"key empty", with("key", " "), "field key: must be a template"},
 		{"key unknown variable", with("key", "$header_x-user:$bogus"), "field key: template \"$header_x-user:$bogus\": unknown variable $bogus"},
 		{"empty_key", with("empty_key", "drop"), "field empty_key"},
-		{"status", with("status", 200), "field status: must be a 4xx or 5xx code, got 200"},
-		{"failure_policy", with("failure_policy", "open"), `field failure_policy: must be "fail_open", "fail_closed" or "local", got "open"`},
+		{"status", with("status", 200), "field status: must be a 4xx or 5xx status, got 200"},
+		{"failure_policy", with("failure_policy", "open"), `field failure_policy: must be one of fail_open, fail_closed, local, got "open"`},
 		{"failure_status", with("failure_status", 302), "field failure_status"},
 		{"key_prefix braces", with("key_prefix", "a{b}"), "field key_prefix: must not contain"},
 		{"unknown field", with("limit", 5), "limit"},
@@ -84,7 +84,7 @@ func TestConfigDefaults(t *testing.T) {
 	}
 	defer destroy(run)
 	c := newConfig().(*Config)
-	if c.Window != "fixed" || c.Key != "$remote_addr" || c.Status != 429 || !c.Headers || c.FailurePolicy != "fail_open" ||
+	if c.Window != "fixed" || c.Key.String() != "$remote_addr" || c.Status != 429 || !c.Headers || c.FailurePolicy != "fail_open" ||
 		c.FailureStatus != 503 || c.Redis.Timeout.D().Milliseconds() != 50 || c.Redis.MaxRetries != 1 {
 		t.Errorf("defaults: %+v", c)
 	}
@@ -110,21 +110,4 @@ func TestConfigLoadsTLSFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	destroy(run)
-}
-
-func TestRedisOptions(t *testing.T) {
-	r := RedisConfig{Addrs: []string{"a:1"}, MaxRetries: 0}
-	r.Timeout = 50e6
-	r.DialTimeout = 1e9
-	o := r.options()
-	if o.MaxRetries != -1 || o.ReadTimeout != 50e6 || o.PoolTimeout != 50e6 || !o.ContextTimeoutEnabled || o.DialerRetries != 1 {
-		t.Errorf("options: %+v", o)
-	}
-	r.MaxRetries = 2
-	if o := r.options(); o.MaxRetries != 2 {
-		t.Errorf("max_retries 2: %d", o.MaxRetries)
-	}
-	if r.isCluster() || !(&RedisConfig{Addrs: []string{"a:1", "b:1"}}).isCluster() || (&RedisConfig{Addrs: []string{"a:1", "b:1"}, MasterName: "m"}).isCluster() {
-		t.Error("isCluster")
-	}
 }

@@ -164,7 +164,7 @@ func TestE2EBadConfigRefused(t *testing.T) {
 		want []string
 	}{
 		{map[string]any{"count": 0, "time_window": "1s", "redis": map[string]any{"addrs": []string{"127.0.0.1:6379"}}},
-			[]string{"limit-count", "count", "must be a number of requests >= 1"}},
+			[]string{"limit-count", "count", "must be between 1 and"}},
 		{map[string]any{"count": 1, "time_window": "1s", "redis": map[string]any{"addrs": []string{"nohost"}}},
 			[]string{"limit-count", "redis.addrs[0]", "host:port"}},
 		{map[string]any{"count": 1, "time_window": "1s", "failure_policy": "maybe", "redis": map[string]any{"addrs": []string{"127.0.0.1:6379"}}},

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moeproxy/moe/plugins/internal/redisclient"
 	"github.com/moeproxy/moe/shared/testing/fakeenvoy"
 )
 
@@ -152,8 +153,8 @@ func TestRedisTimeoutAppliesThePolicy(t *testing.T) {
 // config share a client; the last Destroy closes it and its connections.
 func TestConfigReloadsDoNotLeakConnections(t *testing.T) {
 	r := startRedis(t)
-	base := r.connectedClients()
-	clientsBefore := liveClients()
+	base := r.ConnectedClients()
+	clientsBefore := redisclient.Live()
 	cfg := cfgFor(r, map[string]any{"count": 1000})
 	first, err := fakeenvoy.NewPlugin(Name, cfg)
 	if err != nil {
@@ -165,7 +166,7 @@ func TestConfigReloadsDoNotLeakConnections(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n := liveClients(); n != clientsBefore+1 {
+		if n := redisclient.Live(); n != clientsBefore+1 {
 			t.Fatalf("version %d: %d live clients, want one shared", i, n-clientsBefore)
 		}
 		do(t, next)
@@ -176,23 +177,23 @@ func TestConfigReloadsDoNotLeakConnections(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := liveClients(); n != clientsBefore+2 {
+	if n := redisclient.Live(); n != clientsBefore+2 {
 		t.Errorf("another Redis config: %d live clients, want 2", n-clientsBefore)
 	}
 	do(t, other)
-	if n := r.connectedClients(); n > base+2 {
+	if n := r.ConnectedClients(); n > base+2 {
 		t.Errorf("%d connections to Redis after 11 config versions of one config and one other, want 2", n-base)
 	}
 	destroy(first)
 	destroy(other)
-	if n := liveClients(); n != clientsBefore {
+	if n := redisclient.Live(); n != clientsBefore {
 		t.Errorf("%d live clients after every version was destroyed", n-clientsBefore)
 	}
 	deadline := time.Now().Add(2 * time.Second)
-	for r.connectedClients() != base && time.Now().Before(deadline) {
+	for r.ConnectedClients() != base && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
-	if n := r.connectedClients(); n != base {
+	if n := r.ConnectedClients(); n != base {
 		t.Errorf("%d connections left open after Destroy", n-base)
 	}
 }
@@ -202,18 +203,18 @@ func TestConfigReloadsDoNotLeakConnections(t *testing.T) {
 // reference is released when the config is garbage collected.
 func TestDroppedConfigWithoutDestroyReleasesItsClient(t *testing.T) {
 	r := startRedis(t)
-	before := liveClients()
+	before := redisclient.Live()
 	run, err := fakeenvoy.NewPlugin(Name, cfgFor(r, map[string]any{"redis": map[string]any{"timeout": "77ms"}}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	do(t, run)
-	if liveClients() != before+1 {
+	if redisclient.Live() != before+1 {
 		t.Fatal("no client")
 	}
 	run = nil
 	deadline := time.Now().Add(5 * time.Second)
-	for liveClients() != before {
+	for redisclient.Live() != before {
 		if time.Now().After(deadline) {
 			t.Fatal("the client of a dropped config is still open after GC")
 		}

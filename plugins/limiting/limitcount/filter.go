@@ -1,7 +1,3 @@
-// Package limitcount is the limit-count plugin: a request count per key and
-// time window (fixed or sliding), shared by every Envoy instance through
-// Redis, with X-RateLimit-* headers and a documented behaviour when Redis
-// fails (fail_open, fail_closed or a local fallback).
 package limitcount
 
 import (
@@ -9,22 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/moeproxy/moe/shared/api"
-	"github.com/moeproxy/moe/shared/registry"
 )
-
-// Name is the registered plugin name.
-const Name = "limit-count"
-
-func init() {
-	registry.Register(registry.Plugin{
-		Name:        Name,
-		Description: "cluster-wide request count limit per key and time window (fixed or sliding), counters in Redis",
-		NewConfig:   newConfig,
-		Factory:     registry.Typed(newFilter),
-		// Every request asks Redis: OnReceive runs in a goroutine.
-		Needs: api.Needs{Phase: api.AfterRoute, MayBlock: api.BlockReceive},
-	})
-}
 
 // newFilter: with headers on, a small per-request object carries the quota
 // from OnReceive to Append; without, one shared stateless filter per config
@@ -85,11 +66,10 @@ const (
 // under fail_open).
 func (c *Config) check(ctx api.Context) (d decision, known bool, st api.Status) {
 	rt := c.rt
-	key, complete := c.key.RenderComplete(ctx)
+	key, complete := c.Key.RenderComplete(ctx)
 	if !complete && c.EmptyKey == emptyReject {
 		rt.rejectedEmpty.Inc(1)
-		c.reply(ctx, c.EmptyKeyStatus, c.emptyHdrs, "missing rate limit key")
-		return d, false, api.Stop
+		return d, false, ctx.Reply(c.EmptyKeyStatus, "missing rate limit key", c.emptyHdrs)
 	}
 	d, err := rt.take(c.redisKey(key))
 	if err != nil {
@@ -97,14 +77,12 @@ func (c *Config) check(ctx api.Context) (d decision, known bool, st api.Status) 
 		switch c.FailurePolicy {
 		case failClosed:
 			rt.failedClosed.Inc(1)
-			c.reply(ctx, c.FailureStatus, c.failHdrs, "rate limit service unavailable")
-			return d, false, api.Stop
+			return d, false, ctx.Reply(c.FailureStatus, "rate limit service unavailable", c.failHdrs)
 		case failLocal:
 			d, _ = rt.local.take(ctx, key)
 			if !d.allowed {
 				rt.fallbackRejected.Inc(1)
-				c.reject(ctx, d)
-				return d, true, api.Stop
+				return d, true, c.reject(ctx, d)
 			}
 			rt.fallbackPassed.Inc(1)
 			return d, true, api.Continue
@@ -115,15 +93,14 @@ func (c *Config) check(ctx api.Context) (d decision, known bool, st api.Status) 
 	}
 	if !d.allowed {
 		rt.rejected.Inc(1)
-		c.reject(ctx, d)
-		return d, true, api.Stop
+		return d, true, c.reject(ctx, d)
 	}
 	rt.passed.Inc(1)
 	return d, true, api.Continue
 }
 
 // reject answers Status with Retry-After (and the quota headers).
-func (c *Config) reject(ctx api.Context, d decision) {
+func (c *Config) reject(ctx api.Context, d decision) api.Status {
 	h := api.Headers{
 		"content-type": c.replyHdr,
 		hdrRetryAfter:  {strconv.FormatInt(max(1, ceilSeconds(d.retryMS)), 10)},
@@ -133,13 +110,7 @@ func (c *Config) reject(ctx api.Context, d decision) {
 		h[hdrRemaining] = []string{"0"}
 		h[hdrReset] = []string{strconv.FormatInt(ceilSeconds(d.resetMS), 10)}
 	}
-	c.reply(ctx, c.Status, h, c.Message)
-}
-
-func (c *Config) reply(ctx api.Context, status int, h api.Headers, body string) {
-	if err := ctx.Receiver().SendHijackReplyWithBody(status, h, body); err != nil {
-		ctx.Log().Debugf("reply not sent: %v", err)
-	}
+	return ctx.Reply(c.Status, c.Message, h)
 }
 
 func ceilSeconds(ms int64) int64 {

@@ -210,7 +210,7 @@ func waitForWindowOffset(t *testing.T, r *redisServer, winMS, offsetMS int64, ne
 }
 
 func TestRedisKeyHashesLongKeys(t *testing.T) {
-	c := &Config{KeyPrefix: "p:", keySuffix: "}:f1000"}
+	c := &Config{KeyPrefix: "p:", compiled: compiled{keySuffix: "}:f1000"}}
 	if got := c.redisKey("alice"); got != "p:{alice}:f1000" {
 		t.Errorf("short key: %q", got)
 	}

@@ -5,8 +5,14 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/moeproxy/moe/plugins/internal/redisclient/redistest"
 	"github.com/moeproxy/moe/shared/testing/fakeenvoy"
 )
+
+// redisServer is a real redis-server started by the test (redistest).
+type redisServer = redistest.Server
+
+func startRedis(t testing.TB, args ...string) *redisServer { return redistest.Start(t, args...) }
 
 // cfgFor builds a plugin config pointing at r, with overrides. A "redis"
 // override is merged into the redis section.

@@ -1,21 +1,19 @@
 package limitcount
 
 import (
-	"context"
-	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
+	"github.com/moeproxy/moe/plugins/internal/redisclient"
 	"github.com/moeproxy/moe/shared/api"
 )
 
 // limiter is what a config version owns at run time: the counter store, the
 // fallback and the metrics.
 type limiter struct {
-	sc       *sharedClient
+	client   *redisclient.Client
+	release  func() // drops this config's reference on client
 	store    store
 	local    *localStore // failure_policy local
 	timeout  time.Duration
@@ -34,7 +32,7 @@ type limiter struct {
 // latencyBoundsUS are the Redis latency histogram buckets, in microseconds.
 var latencyBoundsUS = []uint64{100, 250, 500, 1000, 2500, 5000, 10000, 25000, 50000, 100000}
 
-func newRuntime(c *Config, m api.Metrics) *limiter {
+func newLimiter(c *Config, m api.Metrics) (*limiter, error) {
 	rt := &limiter{
 		timeout:          c.Redis.Timeout.D(),
 		passed:           m.Counter("passed"),
@@ -50,31 +48,33 @@ func newRuntime(c *Config, m api.Metrics) *limiter {
 		clientsGauge:     m.Gauge("redis_clients"),
 		errLogEvery:      time.Second,
 	}
-	var live int
-	rt.sc, live = acquireClient(&c.Redis)
-	rt.clientsGauge.Set(uint64(live))
+	var err error
+	if rt.client, rt.release, err = redisclient.Acquire(&c.Redis); err != nil {
+		return nil, err
+	}
+	rt.clientsGauge.Set(uint64(redisclient.Live()))
 	script := fixedScript
 	if c.sliding {
 		script = slidingScript
 	}
-	rt.store = &redisStore{client: rt.sc.client, script: script, args: []any{c.Count, c.windowMS}}
+	rt.store = &redisStore{client: rt.client, script: script, args: []any{c.Count, c.windowMS}}
 	if c.FailurePolicy == failLocal {
 		rt.local = newLocalStore(c.Count, c.TimeWindow.D())
 	}
-	return rt
+	return rt, nil
 }
 
 func (rt *limiter) close() {
 	rt.closeOne.Do(func() {
-		rt.clientsGauge.Set(uint64(rt.sc.release()))
+		rt.release()
+		rt.clientsGauge.Set(uint64(redisclient.Live()))
 	})
 }
 
-// take asks Redis with a deadline of Timeout. The deadline is not derived
-// from the request's context: that would cost a goroutine per request to
-// watch a non-standard parent, and the call is short anyway.
+// take asks Redis with a deadline of redis.timeout (CallContext: not derived
+// from the request's context, which would cost a goroutine per request).
 func (rt *limiter) take(key string) (decision, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), rt.timeout)
+	ctx, cancel := rt.client.CallContext()
 	start := time.Now()
 	d, err := rt.store.take(ctx, key)
 	cancel()
@@ -89,7 +89,7 @@ func (rt *limiter) take(key string) (decision, error) {
 // address, never the password.
 func (rt *limiter) noteError(ctx api.Context, policy string, err error) {
 	rt.redisErrors.Inc(1)
-	timeout := errors.Is(err, context.DeadlineExceeded) || isTimeout(err)
+	timeout := redisclient.IsTimeout(err)
 	if timeout {
 		rt.redisTimeouts.Inc(1)
 	}
@@ -102,9 +102,4 @@ func (rt *limiter) noteError(ctx api.Context, policy string, err error) {
 			ctx.Log().Warnf("redis call failed, applying failure_policy %s: %v", policy, err)
 		}
 	}
-}
-
-func isTimeout(err error) bool {
-	var te interface{ Timeout() bool }
-	return errors.As(err, &te) && te.Timeout() || errors.Is(err, redis.ErrPoolTimeout)
 }

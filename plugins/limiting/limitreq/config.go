@@ -19,14 +19,13 @@ type Config struct {
 	Burst int `json:"burst"`
 	// Key is the template naming the bucket, e.g. "$remote_addr",
 	// "$consumer", "$header_x-user" or "$route_name:$consumer".
-	// (A string compiled in Validate rather than a variables.Template field, so
-	// a bad template is reported with the field name.)
-	Key string `json:"key"`
+	Key *variables.Template `json:"key"`
 	// EmptyKey is what to do when the key renders empty (header absent, no
 	// consumer): "shared" (default: all such requests share one bucket) or
 	// "reject" (answer EmptyKeyStatus).
-	EmptyKey       string `json:"empty_key"`
-	EmptyKeyStatus int    `json:"empty_key_status"`
+	EmptyKey string `json:"empty_key"`
+	// EmptyKeyStatus answers a request refused by empty_key "reject".
+	EmptyKeyStatus int `json:"empty_key_status"`
 	// MaxDelay > 0 lets a request that finds the bucket empty wait up to this
 	// long for its turn (nginx limit_req without nodelay) instead of being
 	// rejected at once. Waiting happens off Envoy's worker thread.
@@ -34,15 +33,12 @@ type Config struct {
 	// MaxKeys caps the number of buckets kept (least recently used are
 	// dropped), so a flood of distinct keys cannot grow memory without bound.
 	MaxKeys int `json:"max_keys"`
-	// Status and Message of the rejection; Retry-After is added.
-	Status  int    `json:"status"`
+	// Status of the rejection; Retry-After is added.
+	Status int `json:"status"`
+	// Message is the body of the rejection (text/plain).
 	Message string `json:"message"`
 
-	key          *variables.Template
-	rt           *state
-	replyHdr     []string // reply content type, shared (the framework copies reply headers)
-	emptyKeyHdrs api.Headers
-	rejectHdrs   [11]api.Headers // by Retry-After seconds 0..10
+	compiled // built by Init (compiled.go)
 }
 
 const (
@@ -59,7 +55,7 @@ const (
 func newConfig() any {
 	return &Config{
 		Burst:          1,
-		Key:            "$remote_addr",
+		Key:            variables.MustCompileTemplate("$remote_addr"),
 		EmptyKey:       emptyShared,
 		EmptyKeyStatus: 400,
 		MaxKeys:        defaultMaxKeys,
@@ -68,32 +64,33 @@ func newConfig() any {
 	}
 }
 
-// Validate checks values; errors name the field.
+// Validate checks values; errors name the field. The key template's
+// variables were checked while decoding.
 func (c *Config) Validate() error {
-	switch {
-	case math.IsNaN(c.Rate) || c.Rate <= 0 || c.Rate > maxRate:
+	// Strictly positive, so not CheckRange (JSON has no NaN; configs built in
+	// Go might).
+	if math.IsNaN(c.Rate) || c.Rate <= 0 || c.Rate > maxRate {
 		return api.FieldErrorf("rate", "must be a number of requests per second > 0 and <= %g, got %v", float64(maxRate), c.Rate)
-	case c.Burst < 1 || c.Burst > maxBurst:
-		return api.FieldErrorf("burst", "must be between 1 and %d, got %d", maxBurst, c.Burst)
-	case strings.TrimSpace(c.Key) == "":
+	}
+	if err := api.CheckRange("burst", c.Burst, 1, maxBurst); err != nil {
+		return err
+	}
+	if c.Key == nil || strings.TrimSpace(c.Key.String()) == "" {
 		return api.FieldErrorf("key", "must be a template such as \"$remote_addr\" or \"$consumer\"")
-	case c.EmptyKey != emptyShared && c.EmptyKey != emptyReject:
-		return api.FieldErrorf("empty_key", "must be %q or %q, got %q", emptyShared, emptyReject, c.EmptyKey)
-	case c.EmptyKeyStatus < 400 || c.EmptyKeyStatus > 599:
-		return api.FieldErrorf("empty_key_status", "must be a 4xx or 5xx code, got %d", c.EmptyKeyStatus)
-	case c.MaxDelay < 0 || c.MaxDelay.D() > maxMaxDelay:
-		return api.FieldErrorf("max_delay", "must be between 0 and %v, got %v", maxMaxDelay, c.MaxDelay.D())
-	case c.MaxKeys < 1 || c.MaxKeys > maxMaxKeys:
-		return api.FieldErrorf("max_keys", "must be between 1 and %d, got %d", maxMaxKeys, c.MaxKeys)
-	case c.Status < 400 || c.Status > 599:
-		return api.FieldErrorf("status", "must be a 4xx or 5xx code, got %d", c.Status)
 	}
-	t, err := variables.CompileTemplate(c.Key)
-	if err != nil {
-		return api.FieldErrorf("key", "%v", err)
+	if err := api.CheckOneOf("empty_key", c.EmptyKey, emptyShared, emptyReject); err != nil {
+		return err
 	}
-	c.key = t
-	return nil
+	if err := api.CheckStatus("empty_key_status", c.EmptyKeyStatus); err != nil {
+		return err
+	}
+	if err := api.CheckRange("max_delay", c.MaxDelay.D(), 0, maxMaxDelay); err != nil {
+		return err
+	}
+	if err := api.CheckRange("max_keys", c.MaxKeys, 1, maxMaxKeys); err != nil {
+		return err
+	}
+	return api.CheckStatus("status", c.Status)
 }
 
 // Needs: only a config with max_delay may block (it sleeps), so only then
@@ -105,24 +102,4 @@ func (c *Config) Needs() api.Needs {
 		n.MayBlock = api.BlockReceive
 	}
 	return n
-}
-
-// Destroy runs when Envoy drops this config version: its buckets go away
-// with it, so take them out of the shared "keys" gauge.
-func (c *Config) Destroy() {
-	if c.rt != nil {
-		c.rt.keys.Add(-int64(c.rt.cache.len()))
-	}
-}
-
-// Init builds the bucket cache and metrics once per config version. Buckets
-// belong to the config: a new config version starts with full buckets.
-func (c *Config) Init(env api.ConfigEnv) error {
-	c.rt = newRuntime(c, env.Metrics(), time.Now)
-	c.replyHdr = []string{"text/plain; charset=utf-8"}
-	c.emptyKeyHdrs = api.Headers{"content-type": c.replyHdr}
-	for s := range c.rejectHdrs {
-		c.rejectHdrs[s] = api.Headers{"content-type": c.replyHdr, "retry-after": {retryAfterValues[s]}}
-	}
-	return nil
 }

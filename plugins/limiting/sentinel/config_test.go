@@ -11,7 +11,7 @@ import (
 )
 
 func decode(raw string) (*Config, error) {
-	c := NewConfig()
+	c := newConfig().(*Config)
 	if err := config.DecodeStrict([]byte(raw), c); err != nil {
 		return nil, err
 	}
@@ -23,27 +23,38 @@ func TestValidateRejectsBadValuesNamingTheField(t *testing.T) {
 		name, raw, field, reason string
 	}{
 		{"flow threshold zero", `{"flow":[{"threshold":0}]}`, "flow[0].threshold", "must be > 0"},
-		{"unknown flow behavior", `{"flow":[{"threshold":5,"behavior":"queue"}]}`, "flow[0].behavior", "unknown value"},
-		{"warm up cold factor one", `{"flow":[{"threshold":5,"behavior":"warm_up","warm_up_cold_factor":1}]}`, "flow[0].warm_up_cold_factor", "must be > 1"},
-		{"queueing too long", `{"flow":[{"threshold":5,"behavior":"throttling","max_queueing_time":"2m"}]}`, "flow[0].max_queueing_time", "at most 1m"},
-		{"isolation zero", `{"isolation":[{"max_concurrency":0}]}`, "isolation[0].max_concurrency", "must be > 0"},
-		{"breaker strategy", `{"circuit_breakers":[{"strategy":"latency","threshold":0.5}]}`, "circuit_breakers[0].strategy", "unknown value"},
+		{"unknown flow behavior", `{"flow":[{"threshold":5,"behavior":"queue"}]}`, "flow[0].behavior", `must be one of reject, warm_up, throttling, warm_up_throttling, got "queue"`},
+		{"warm up cold factor one", `{"flow":[{"threshold":5,"behavior":"warm_up","warm_up_cold_factor":1}]}`, "flow[0].warm_up_cold_factor", "must be at least 2, got 1"},
+		{"queueing too long", `{"flow":[{"threshold":5,"behavior":"throttling","max_queueing_time":"2m"}]}`, "flow[0].max_queueing_time", "must be between 1ms and 1m0s, got 2m0s"},
+		{"isolation zero", `{"isolation":[{"max_concurrency":0}]}`, "isolation[0].max_concurrency", "must be at least 1, got 0"},
+		{"breaker strategy", `{"circuit_breakers":[{"strategy":"latency","threshold":0.5}]}`, "circuit_breakers[0].strategy", "must be one of slow_request_ratio, error_ratio, error_count"},
 		{"breaker ratio above one", `{"circuit_breakers":[{"strategy":"error_ratio","threshold":1.5}]}`, "circuit_breakers[0].threshold", "ratio in (0, 1]"},
 		{"slow breaker needs rt", `{"circuit_breakers":[{"strategy":"slow_request_ratio","threshold":0.5}]}`, "circuit_breakers[0].max_allowed_rt", "required"},
 		{"hotspot needs key", `{"hotspot":[{"threshold":5}]}`, "hotspot[0].key", "required"},
 		{"hotspot unknown variable", `{"hotspot":[{"key":"$nope","threshold":5}]}`, "", "unknown variable $nope"},
 		{"hotspot duration fraction", `{"hotspot":[{"key":"$header_x-user","threshold":5,"duration":"1.5s"}]}`, "hotspot[0].duration", "whole seconds"},
 		{"hotspot concurrency throttling", `{"hotspot":[{"key":"$header_x-user","metric":"concurrency","behavior":"throttling","threshold":5}]}`, "hotspot[0].behavior", "needs metric qps"},
-		{"system metric", `{"system":[{"metric":"memory","threshold":5}]}`, "system[0].metric", "unknown value"},
+		{"system metric", `{"system":[{"metric":"memory","threshold":5}]}`, "system[0].metric", "must be one of load, cpu"},
 		{"system cpu above one", `{"system":[{"metric":"cpu","threshold":80}]}`, "system[0].threshold", "usage ratio"},
-		{"pressure ratio", `{"pressure_test":{"system_ratio":2}}`, "pressure_test.system_ratio", "must be in (0, 1]"},
+		{"pressure ratio", `{"pressure_test":{"system_ratio":2}}`, "pressure_test.system_ratio", "must be between 0 and 1, got 2"},
 		{"pressure rule", `{"pressure_test":{"flow":[{"threshold":-1}]}}`, "pressure_test.flow[0].threshold", "must be > 0"},
 		{"resource with hash", `{"flow":[{"resource":"a#b","threshold":1}]}`, "flow[0].resource", "reserved"},
-		{"blocked status", `{"blocked":{"status":99}}`, "blocked.status", "must be in [200, 599]"},
+		{"blocked status", `{"blocked":{"status":99}}`, "blocked.status", "must be between 200 and 599, got 99"},
 		{"blocked header", `{"blocked":{"header":"x bad"}}`, "blocked.header", "invalid header name"},
-		{"max resources", `{"max_resources":0}`, "max_resources", "must be in [1, 100000]"},
+		{"max resources", `{"max_resources":0}`, "max_resources", "must be between 1 and 100000, got 0"},
 		{"unknown field", `{"flows":[]}`, "flows", "unknown field"},
-		{"error statuses", `{"error_statuses":[42]}`, "error_statuses[0]", "HTTP status"},
+		{"error statuses", `{"error_statuses":[42]}`, "error_statuses[0]", "must be between 100 and 599, got 42"},
+		{"error status from", `{"error_status_from":1001}`, "error_status_from", "must be between 100 and 1000"},
+		{"stat interval too long", `{"flow":[{"threshold":5,"stat_interval":"11m"}]}`, "flow[0].stat_interval", "must be between 1ms and 10m0s"},
+		{"breaker retry timeout", `{"circuit_breakers":[{"strategy":"error_count","threshold":3,"retry_timeout":"100us"}]}`, "circuit_breakers[0].retry_timeout", "must be at least 1ms"},
+		{"hotspot negative burst", `{"hotspot":[{"key":"$header_x-user","threshold":1,"burst":-1}]}`, "hotspot[0].burst", "must be at least 0, got -1"},
+		{"hotspot max keys", `{"hotspot":[{"key":"$header_x-user","threshold":1,"max_keys":2000000}]}`, "hotspot[0].max_keys", "must be between 1 and 1000000"},
+		{"hotspot override", `{"hotspot":[{"key":"$header_x-user","threshold":1,"overrides":{"vip":-2}}]}`, "hotspot[0].overrides.vip", "must be at least 0, got -2"},
+		{"system adaptive", `{"system":[{"metric":"load","threshold":5,"adaptive":"pid"}]}`, "system[0].adaptive", `must be one of bbr, none, got "pid"`},
+		{"pressure isolation", `{"pressure_test":{"isolation":[{"max_concurrency":0}]}}`, "pressure_test.isolation[0].max_concurrency", "must be at least 1"},
+		{"circuit breaker status", `{"blocked":{"circuit_breaker_status":600}}`, "blocked.circuit_breaker_status", "must be between 200 and 599"},
+		{"blocked content type", `{"blocked":{"content_type":"text/plain\r\nx: y"}}`, "blocked.content_type", "CR or LF"},
+		{"namespace", `{"namespace":"a/b"}`, "namespace", "must not contain"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -103,7 +103,7 @@ func (r *fakeRecv) SetUpstreamOverrideHost(string, bool) error                  
 // framework does, and destroys it when the test ends.
 func load(t testing.TB, raw string) (*Config, *fakeframework.Env) {
 	t.Helper()
-	c := NewConfig()
+	c := newConfig().(*Config)
 	if err := config.DecodeStrict([]byte(raw), c); err != nil {
 		t.Fatalf("decode: %v", err)
 	}

@@ -8,18 +8,7 @@ import (
 	"github.com/alibaba/sentinel-golang/core/base"
 
 	"github.com/moeproxy/moe/shared/api"
-	"github.com/moeproxy/moe/shared/registry"
 )
-
-func init() {
-	registry.Register(registry.Plugin{
-		Name:        "sentinel",
-		Description: "flow, concurrency, circuit breaker, hot-spot and system protection with alibaba/sentinel-golang",
-		NewConfig:   func() any { return NewConfig() },
-		Factory:     registry.Typed(func(c *Config) api.Filter { return &filter{rt: c.rt} }),
-		Needs:       api.Needs{Phase: api.AfterRoute},
-	})
-}
 
 // errResponse marks an exit with an error response for the circuit breakers.
 var errResponse = errors.New("error response")
@@ -77,11 +66,7 @@ func (f *filter) OnReceive(ctx api.Context, _ api.RequestHeaderMap, _ api.Buffer
 	if blk != nil {
 		r := reasonOf(blk.BlockType())
 		inc(res.blocked[r])
-		if err := ctx.Receiver().SendHijackReplyWithBody(rt.replyStatus[r], rt.replyHeader[r], rt.replyBody[r]); err != nil {
-			// The request is gone (or another reply won): nothing to answer.
-			return api.Continue
-		}
-		return api.Stop
+		return ctx.Reply(rt.replyStatus[r], rt.replyBody[r], rt.replyHeader[r])
 	}
 	inc(res.passed)
 	rt.inflight.Add(1)

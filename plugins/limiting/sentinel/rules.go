@@ -1,17 +1,27 @@
 package sentinel
 
 import (
+	"strings"
+	"time"
+
 	"github.com/alibaba/sentinel-golang/core/circuitbreaker"
 	"github.com/alibaba/sentinel-golang/core/flow"
 	"github.com/alibaba/sentinel-golang/core/hotspot"
 	"github.com/alibaba/sentinel-golang/core/isolation"
 	"github.com/alibaba/sentinel-golang/core/system"
 
+	"github.com/moeproxy/moe/shared/api"
 	"github.com/moeproxy/moe/shared/variables"
 )
 
+// Each rule kind has its own file, as in sentinel-golang (core/flow,
+// core/isolation, ...): rule_flow.go, rule_isolation.go,
+// rule_circuitbreaker.go, rule_hotspot.go and rule_system.go hold the config
+// type, its validation and its translation to sentinel's rule type. This file
+// holds what they share and the per-resource rule selection.
+
 // ruleSet is one set of per-resource rules: the normal rules, or the pressure
-// rules. Translation to sentinel's rule types happens here and nowhere else.
+// rules. Translation to sentinel's rule types happens through it and nowhere else.
 type ruleSet struct {
 	flows []FlowRule
 	isos  []IsolationRule
@@ -93,11 +103,7 @@ func (rs *ruleSet) build(key, res string) sentinelRules {
 		out.flows = append(out.flows, rs.flows[i].sentinel(res))
 	}
 	for _, i := range pick(rs.isos, func(r *IsolationRule) string { return r.Resource }, key) {
-		out.isos = append(out.isos, &isolation.Rule{
-			Resource:   res,
-			MetricType: isolation.Concurrency,
-			Threshold:  rs.isos[i].MaxConcurrency,
-		})
+		out.isos = append(out.isos, rs.isos[i].sentinel(res))
 	}
 	for _, i := range pick(rs.cbs, func(r *BreakerRule) string { return r.Resource }, key) {
 		out.cbs = append(out.cbs, rs.cbs[i].sentinel(res))
@@ -108,102 +114,43 @@ func (rs *ruleSet) build(key, res string) sentinelRules {
 	return out
 }
 
-func (r *FlowRule) sentinel(res string) *flow.Rule {
-	fr := &flow.Rule{
-		Resource:               res,
-		TokenCalculateStrategy: flow.Direct,
-		ControlBehavior:        flow.Reject,
-		Threshold:              r.Threshold,
-		RelationStrategy:       flow.CurrentResource,
-		StatIntervalInMs:       uint32(r.StatInterval.D().Milliseconds()),
-	}
-	switch r.Behavior {
-	case "warm_up", "warm_up_throttling":
-		fr.TokenCalculateStrategy = flow.WarmUp
-		fr.WarmUpPeriodSec = uint32(r.WarmUpPeriod.D().Seconds())
-		fr.WarmUpColdFactor = r.WarmUpColdFactor
-	}
-	switch r.Behavior {
-	case "throttling", "warm_up_throttling":
-		fr.ControlBehavior = flow.Throttling
-		fr.MaxQueueingTimeMs = uint32(r.MaxQueueingTime.D().Milliseconds())
-	}
-	return fr
-}
-
-func (r *BreakerRule) sentinel(res string) *circuitbreaker.Rule {
-	interval := uint32(r.StatInterval.D().Milliseconds())
-	// Ten buckets make the window slide smoothly; sentinel falls back to one
-	// bucket when the interval does not divide.
-	buckets := uint32(1)
-	if interval%10 == 0 {
-		buckets = 10
-	}
-	cr := &circuitbreaker.Rule{
-		Resource:                     res,
-		RetryTimeoutMs:               uint32(r.RetryTimeout.D().Milliseconds()),
-		MinRequestAmount:             r.MinRequestAmount,
-		StatIntervalMs:               interval,
-		StatSlidingWindowBucketCount: buckets,
-		Threshold:                    r.Threshold,
-		ProbeNum:                     r.ProbeNum,
-	}
-	switch r.Strategy {
-	case "slow_request_ratio":
-		cr.Strategy = circuitbreaker.SlowRequestRatio
-		cr.MaxAllowedRtMs = uint64(r.MaxAllowedRT.D().Milliseconds())
-	case "error_ratio":
-		cr.Strategy = circuitbreaker.ErrorRatio
-	case "error_count":
-		cr.Strategy = circuitbreaker.ErrorCount
-	}
-	return cr
-}
-
-func (r *HotspotRule) sentinel(res string, argIndex int) *hotspot.Rule {
-	hr := &hotspot.Rule{
-		Resource:          res,
-		MetricType:        hotspot.QPS,
-		ControlBehavior:   hotspot.Reject,
-		ParamIndex:        argIndex,
-		Threshold:         r.Threshold,
-		BurstCount:        r.Burst,
-		DurationInSec:     int64(r.Duration.D().Seconds()),
-		ParamsMaxCapacity: r.MaxKeys,
-	}
-	if r.Metric == "concurrency" {
-		hr.MetricType = hotspot.Concurrency
-	}
-	if r.Behavior == "throttling" {
-		hr.ControlBehavior = hotspot.Throttling
-		hr.MaxQueueingTimeMs = r.MaxQueueingTime.D().Milliseconds()
-	}
-	if len(r.Overrides) > 0 {
-		hr.SpecificItems = make(map[interface{}]int64, len(r.Overrides))
-		for k, v := range r.Overrides {
-			// Keys are matched against the rendered key, a string.
-			hr.SpecificItems[k] = v
+// validateRules validates (and fills the defaults of) one rule set; prefix
+// is "" or "pressure_test".
+func validateRules(prefix string, flows []FlowRule, isos []IsolationRule, cbs []BreakerRule, hots []HotspotRule) error {
+	for i := range flows {
+		if err := flows[i].validate(api.Field(prefix, "flow", i)); err != nil {
+			return err
 		}
 	}
-	return hr
+	for i := range isos {
+		if err := isos[i].validate(api.Field(prefix, "isolation", i)); err != nil {
+			return err
+		}
+	}
+	for i := range cbs {
+		if err := cbs[i].validate(api.Field(prefix, "circuit_breakers", i)); err != nil {
+			return err
+		}
+	}
+	for i := range hots {
+		if err := hots[i].validate(api.Field(prefix, "hotspot", i)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-func (r *SystemRule) sentinel() *system.Rule {
-	sr := &system.Rule{TriggerCount: r.Threshold, Strategy: system.NoAdaptive}
-	switch r.Metric {
-	case "load":
-		sr.MetricType = system.Load
-	case "cpu":
-		sr.MetricType = system.CpuUsage
-	case "concurrency":
-		sr.MetricType = system.Concurrency
-	case "inbound_qps":
-		sr.MetricType = system.InboundQPS
-	case "avg_rt":
-		sr.MetricType = system.AvgRT
+func checkResourceName(field, r string) error {
+	if strings.Contains(r, "#") {
+		return api.FieldErrorf(field, "must not contain '#' (reserved for pressure resources)")
 	}
-	if r.Adaptive == "bbr" {
-		sr.Strategy = system.BBR
+	return nil
+}
+
+// orDefault sets an unset duration to def and returns it.
+func orDefault(d *api.Duration, def time.Duration) time.Duration {
+	if *d == 0 {
+		*d = api.Duration(def)
 	}
-	return sr
+	return d.D()
 }

@@ -4,35 +4,42 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	sapi "github.com/alibaba/sentinel-golang/api"
-	"github.com/alibaba/sentinel-golang/core/base"
 	"github.com/alibaba/sentinel-golang/core/circuitbreaker"
 	sconfig "github.com/alibaba/sentinel-golang/core/config"
-	"github.com/alibaba/sentinel-golang/core/stat"
-	"github.com/alibaba/sentinel-golang/core/system"
-	"github.com/alibaba/sentinel-golang/core/system_metric"
 	"github.com/alibaba/sentinel-golang/logging"
 
 	"github.com/moeproxy/moe/shared/api"
-	moelog "github.com/moeproxy/moe/shared/log"
 )
 
-// logger forwards sentinel's warnings and errors to Envoy's log.
-var logger = safeLogger{moelog.Plugin("sentinel")}
+// logger forwards sentinel's warnings and errors, and the rule manager's, to
+// Envoy's log: sentinel logs from its own goroutines, with no request or
+// config at hand, so every Init hands over its env.Log() (all the same
+// "sentinel" logger). Before the first Init lines are dropped.
+var logger safeLogger
+
+type loggerBox struct{ api.Logger }
 
 // safeLogger drops a line instead of panicking when there is no Envoy to log to
-// (unit tests, or sentinel's background goroutines racing process exit).
-type safeLogger struct{ l moelog.Plugin }
+// (sentinel's background goroutines racing process exit).
+type safeLogger struct{ l atomic.Pointer[loggerBox] }
 
-func (s safeLogger) Errorf(format string, args ...any) {
+func (s *safeLogger) set(l api.Logger) { s.l.Store(&loggerBox{l}) }
+
+func (s *safeLogger) Errorf(format string, args ...any) {
 	defer func() { _ = recover() }()
-	s.l.Errorf(format, args...)
+	if b := s.l.Load(); b != nil {
+		b.Errorf(format, args...)
+	}
 }
 
-func (s safeLogger) Warnf(format string, args ...any) {
+func (s *safeLogger) Warnf(format string, args ...any) {
 	defer func() { _ = recover() }()
-	s.l.Warnf(format, args...)
+	if b := s.l.Load(); b != nil {
+		b.Warnf(format, args...)
+	}
 }
 
 // quietLogger is sentinel's logger: debug and info lines are dropped (sentinel
@@ -130,21 +137,4 @@ func (breakerListener) OnTransformToOpen(prev circuitbreaker.State, r circuitbre
 
 func (breakerListener) OnTransformToHalfOpen(prev circuitbreaker.State, r circuitbreaker.Rule) {
 	inc(breakerMetrics.halfOpen)
-}
-
-// systemValue reads the statistic a system rule checks, from sentinel.
-func systemValue(t system.MetricType) float64 {
-	switch t {
-	case system.InboundQPS:
-		return stat.InboundNode().GetQPS(base.MetricEventPass)
-	case system.Concurrency:
-		return float64(stat.InboundNode().CurrentConcurrency())
-	case system.AvgRT:
-		return stat.InboundNode().AvgRT()
-	case system.Load:
-		return system_metric.CurrentLoad()
-	case system.CpuUsage:
-		return system_metric.CurrentCpuUsage()
-	}
-	return -1
 }

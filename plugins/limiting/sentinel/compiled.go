@@ -79,6 +79,7 @@ func (c *Config) Init(env api.ConfigEnv) error {
 	if err := initSentinel(); err != nil {
 		return fmt.Errorf("initializing sentinel: %w", err)
 	}
+	logger.set(env.Log())
 	m := env.Metrics()
 	bindBreakerMetrics(m)
 	rt := &runtime{

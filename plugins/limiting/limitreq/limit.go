@@ -6,40 +6,7 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
-
-	"github.com/moeproxy/moe/shared/api"
 )
-
-// state is the per-config state: buckets, clock, metrics, replies.
-type state struct {
-	limit    rate.Limit
-	burst    int
-	maxDelay time.Duration
-	now      func() time.Time // time.Now; a fake clock in tests
-	cache    *bucketCache
-
-	passed, rejected, rejectedEmpty, delayed, evicted api.Counter
-	keys                                              api.Gauge
-}
-
-func newRuntime(c *Config, m api.Metrics, now func() time.Time) *state {
-	rt := &state{
-		limit:         rate.Limit(c.Rate),
-		burst:         c.Burst,
-		maxDelay:      c.MaxDelay.D(),
-		now:           now,
-		passed:        m.Counter("passed"),
-		rejected:      m.Counter("rejected"),
-		rejectedEmpty: m.Counter("rejected_empty_key"),
-		delayed:       m.Counter("delayed"),
-		evicted:       m.Counter("evicted_keys"),
-		keys:          m.Gauge("keys"),
-	}
-	rt.cache = newBucketCache(c.MaxKeys,
-		func() *rate.Limiter { rt.keys.Add(1); return rate.NewLimiter(rt.limit, rt.burst) },
-		func() { rt.keys.Add(-1); rt.evicted.Inc(1) })
-	return rt
-}
 
 // decision is the outcome for one request.
 type decision struct {

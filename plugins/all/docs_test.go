@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -29,7 +30,7 @@ const configHeader = "| field | type | default | required | validation | descrip
 var pending = map[string]bool{
 	"basic-auth": true, "consumer-restriction": true, "ext-auth": true, "hmac-auth": true,
 	"ip-restriction": true, "jwt-auth": true, "key-auth": true,
-	"limit-count": true, "limit-req": true, "sentinel": true,
+
 }
 
 func TestEveryPluginREADMEMatchesItsConfig(t *testing.T) {
@@ -219,18 +220,20 @@ func table(lines []string) [][]string {
 			}
 			continue
 		}
-		started = true
 		cells := splitRow(l)
-		if len(cells) > 0 && strings.Trim(strings.Join(cells, ""), "-: ") == "" {
-			continue // separator
+		if !started {
+			started = true // the header row
+			continue
+		}
+		if separator.MatchString(strings.Join(cells, "|")) {
+			continue
 		}
 		rows = append(rows, cells)
 	}
-	if len(rows) > 0 {
-		rows = rows[1:] // header
-	}
 	return rows
 }
+
+var separator = regexp.MustCompile(`^(:?-+:?\|?)+$`)
 
 // splitRow splits a table row on "|"; "\|" is a literal pipe inside a cell.
 func splitRow(l string) []string {

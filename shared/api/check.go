@@ -12,15 +12,24 @@ import (
 //		return err
 //	}
 func CheckRange[T cmp.Ordered](field string, v, min, max T) error {
-	if v < min || v > max {
+	if !(v >= min && v <= max) { // written so that NaN is refused too
 		return FieldErrorf(field, "must be between %v and %v, got %v", min, max, v)
+	}
+	return nil
+}
+
+// CheckAbove returns a *FieldError for field unless v > min (a rate or a
+// ratio that must be positive: CheckAbove("rate", c.Rate, 0)).
+func CheckAbove[T cmp.Ordered](field string, v, min T) error {
+	if !(v > min) {
+		return FieldErrorf(field, "must be greater than %v, got %v", min, v)
 	}
 	return nil
 }
 
 // CheckMin returns a *FieldError for field unless v >= min.
 func CheckMin[T cmp.Ordered](field string, v, min T) error {
-	if v < min {
+	if !(v >= min) {
 		return FieldErrorf(field, "must be at least %v, got %v", min, v)
 	}
 	return nil

@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"math"
 	"testing"
 
 	"github.com/moeproxy/moe/shared/api"
@@ -16,6 +17,9 @@ func TestCheckHelpersNameTheFieldAndTheBounds(t *testing.T) {
 		{"at bounds", api.CheckRange("n", 10, 1, 10), ""},
 		{"below", api.CheckRange("n", 0, 1, 10), "n: must be between 1 and 10, got 0"},
 		{"float above", api.CheckRange("ratio", 1.5, 0.0, 1.0), "ratio: must be between 0 and 1, got 1.5"},
+		{"NaN", api.CheckRange("ratio", math.NaN(), 0.0, 1.0), "ratio: must be between 0 and 1, got NaN"},
+		{"above ok", api.CheckAbove("rate", 0.5, 0.0), ""},
+		{"above", api.CheckAbove("rate", 0.0, 0.0), "rate: must be greater than 0, got 0"},
 		{"min ok", api.CheckMin("burst", 1, 1), ""},
 		{"min", api.CheckMin("burst", 0, 1), "burst: must be at least 1, got 0"},
 		{"enum ok", api.CheckOneOf("mode", "reject", "shared", "reject"), ""},

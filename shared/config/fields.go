@@ -35,8 +35,8 @@ func Fields(v any) []FieldInfo {
 }
 
 var (
-	rawMessageType  = reflect.TypeOf(json.RawMessage(nil))
-	configTyper     = reflect.TypeOf((*interface{ ConfigType() string })(nil)).Elem()
+	rawMessageType = reflect.TypeOf(json.RawMessage(nil))
+	configTyper    = reflect.TypeOf((*interface{ ConfigType() string })(nil)).Elem()
 )
 
 func structFields(t reflect.Type, prefix string, out *[]FieldInfo) {

@@ -19,4 +19,5 @@ import (
 	_ "github.com/moeproxy/moe/plugins/limiting/limitcount"
 	_ "github.com/moeproxy/moe/plugins/limiting/limitreq"
 	_ "github.com/moeproxy/moe/plugins/limiting/sentinel"
+	_ "github.com/moeproxy/moe/plugins/template"
 )

@@ -319,85 +319,11 @@ func (st *stream) abort() {
 
 func (st *stream) run() {
 	req := st.req
-	// ---- decode ----
-	hasBody := len(req.Body) > 0
-	hasTrailers := len(req.Trailers) > 0
-	st.mu.Lock()
-	st.dec.headersHeld = true
-	st.mu.Unlock()
-	hobj := newHeaderObj(st, &st.dec, false, false)
-	s, reply, err := st.call(&st.dec, DecodeHeaders, func() envoy.StatusType {
-		return st.filter.DecodeHeaders(hobj, !hasBody && !hasTrailers)
-	})
-	if err != nil {
+	body, ok := st.pass(&st.dec, req.Body, req.Trailers)
+	if !ok {
 		return
 	}
-	if reply != nil {
-		st.localReply(reply, false)
-		return
-	}
-	var body []byte
-	if s == envoy.StopAndBuffer || s == envoy.StopAndBufferWatermark {
-		all := []byte(strings.Join(req.Body, ""))
-		buf := newBuf(st, &st.dec, all)
-		if hasTrailers {
-			s, reply, err = st.call(&st.dec, DecodeData, func() envoy.StatusType { return st.filter.DecodeData(buf, false) })
-			if err != nil {
-				return
-			}
-			if reply != nil {
-				st.localReply(reply, false)
-				return
-			}
-			if s != envoy.StopNoBuffer {
-				body = append(body, buf.snapshot()...)
-			}
-		} else {
-			s, reply, err = st.call(&st.dec, DecodeData, func() envoy.StatusType { return st.filter.DecodeData(buf, true) })
-			if err != nil {
-				return
-			}
-			if reply != nil {
-				st.localReply(reply, false)
-				return
-			}
-			body = append(body, buf.snapshot()...)
-		}
-	} else {
-		st.mu.Lock()
-		st.dec.headersHeld = false
-		st.mu.Unlock()
-		for i, chunk := range req.Body {
-			end := i == len(req.Body)-1 && !hasTrailers
-			buf := newBuf(st, &st.dec, []byte(chunk))
-			_, reply, err = st.call(&st.dec, DecodeData, func() envoy.StatusType { return st.filter.DecodeData(buf, end) })
-			if err != nil {
-				return
-			}
-			if reply != nil {
-				st.localReply(reply, false)
-				return
-			}
-			body = append(body, buf.snapshot()...)
-		}
-	}
-	if hasTrailers {
-		st.mu.Lock()
-		st.dec.trailers = hmap(req.Trailers)
-		st.mu.Unlock()
-		tobj := newHeaderObj(st, &st.dec, true, false)
-		_, reply, err = st.call(&st.dec, DecodeTrailers, func() envoy.StatusType { return st.filter.DecodeTrailers(tobj) })
-		if err != nil {
-			return
-		}
-		if reply != nil {
-			st.localReply(reply, false)
-			return
-		}
-	}
 	st.mu.Lock()
-	st.dec.headersHeld = false
-	body = append(body, st.dec.added...)
 	up := &Upstream{Headers: cloneMap(st.dec.headers), Body: string(body), OverrideHost: st.override, Route: st.route, Cluster: st.cluster}
 	if st.dec.trailers != nil {
 		up.Trailers = cloneMap(st.dec.trailers)
@@ -405,7 +331,6 @@ func (st *stream) run() {
 	st.res.Upstream = up
 	st.mu.Unlock()
 
-	// ---- upstream ----
 	resp := Response{Status: 200, Body: []string{"ok"}}
 	if req.Upstream != nil {
 		resp = req.Upstream(up)
@@ -413,7 +338,102 @@ func (st *stream) run() {
 	if resp.Status == 0 {
 		resp.Status = 200
 	}
-	st.encode(resp, false)
+	st.encode(resp)
+}
+
+// direction is what differs between decoding and encoding: the filter's
+// callbacks and the phase names. Everything else (buffering, streaming,
+// trailers, local replies) is the same code, as in Envoy's filter manager.
+type direction struct {
+	headers       func(h *headerObj, end bool) envoy.StatusType
+	data          func(b *buf, end bool) envoy.StatusType
+	trailers      func(t *headerObj) envoy.StatusType
+	phH, phD, phT Phase
+}
+
+func (st *stream) direction(sd *fside) direction {
+	if sd.decode {
+		return direction{
+			headers:  func(h *headerObj, end bool) envoy.StatusType { return st.filter.DecodeHeaders(h, end) },
+			data:     func(b *buf, end bool) envoy.StatusType { return st.filter.DecodeData(b, end) },
+			trailers: func(t *headerObj) envoy.StatusType { return st.filter.DecodeTrailers(t) },
+			phH:      DecodeHeaders, phD: DecodeData, phT: DecodeTrailers,
+		}
+	}
+	return direction{
+		headers:  func(h *headerObj, end bool) envoy.StatusType { return st.filter.EncodeHeaders(h, end) },
+		data:     func(b *buf, end bool) envoy.StatusType { return st.filter.EncodeData(b, end) },
+		trailers: func(t *headerObj) envoy.StatusType { return st.filter.EncodeTrailers(t) },
+		phH:      EncodeHeaders, phD: EncodeData, phT: EncodeTrailers,
+	}
+}
+
+// pass runs one direction's headers (already in sd.headers), body chunks and
+// trailers through the filter like Envoy: StopAndBuffer collects the whole
+// body into one data call; otherwise each chunk is a call of its own; a
+// local reply ends the pass. It returns the body that left the filter, and
+// false when the stream ended here (a local reply or an abort).
+func (st *stream) pass(sd *fside, chunks []string, trailers [][2]string) ([]byte, bool) {
+	d := st.direction(sd)
+	hasBody, hasTrailers := len(chunks) > 0, len(trailers) > 0
+	// step runs one callback; false: the pass ends (reply sent, or aborted).
+	step := func(ph Phase, fn func() envoy.StatusType) (envoy.StatusType, bool) {
+		s, reply, err := st.call(sd, ph, fn)
+		if err != nil {
+			return s, false
+		}
+		if reply != nil {
+			st.localReply(reply, !sd.decode)
+			return s, false
+		}
+		return s, true
+	}
+	st.mu.Lock()
+	sd.headersHeld = true
+	st.mu.Unlock()
+	hobj := newHeaderObj(st, sd, false, false)
+	s, ok := step(d.phH, func() envoy.StatusType { return d.headers(hobj, !hasBody && !hasTrailers) })
+	if !ok {
+		return nil, false
+	}
+	var body []byte
+	if s == envoy.StopAndBuffer || s == envoy.StopAndBufferWatermark {
+		buf := newBuf(st, sd, []byte(strings.Join(chunks, "")))
+		s, ok = step(d.phD, func() envoy.StatusType { return d.data(buf, !hasTrailers) })
+		if !ok {
+			return nil, false
+		}
+		// With trailers to come, StopNoBuffer drops this data.
+		if !(hasTrailers && s == envoy.StopNoBuffer) {
+			body = append(body, buf.snapshot()...)
+		}
+	} else {
+		st.mu.Lock()
+		sd.headersHeld = false
+		st.mu.Unlock()
+		for i, chunk := range chunks {
+			end := i == len(chunks)-1 && !hasTrailers
+			buf := newBuf(st, sd, []byte(chunk))
+			if _, ok = step(d.phD, func() envoy.StatusType { return d.data(buf, end) }); !ok {
+				return nil, false
+			}
+			body = append(body, buf.snapshot()...)
+		}
+	}
+	if hasTrailers {
+		st.mu.Lock()
+		sd.trailers = hmap(trailers)
+		st.mu.Unlock()
+		tobj := newHeaderObj(st, sd, true, false)
+		if _, ok = step(d.phT, func() envoy.StatusType { return d.trailers(tobj) }); !ok {
+			return nil, false
+		}
+	}
+	st.mu.Lock()
+	sd.headersHeld = false
+	body = append(body, sd.added...)
+	st.mu.Unlock()
+	return body, true
 }
 
 // localReply emulates Envoy's sendLocalReply: from the decode path the reply
@@ -447,77 +467,20 @@ func (st *stream) localReply(r *LocalReply, encoding bool) {
 	if r.Body != "" {
 		resp.Body = []string{r.Body}
 	}
-	st.encode(resp, true)
+	st.encode(resp)
 }
 
-func (st *stream) encode(resp Response, isLocal bool) {
-	hasBody := len(resp.Body) > 0
-	hasTrailers := len(resp.Trailers) > 0
+// encode runs a response (from the upstream or a local reply) through the
+// filter and records what the client gets.
+func (st *stream) encode(resp Response) {
 	st.mu.Lock()
 	st.enc.headers = hmap(append([][2]string{{":status", strconv.Itoa(resp.Status)}}, resp.Headers...))
-	st.enc.headersHeld = true
 	st.mu.Unlock()
-	hobj := newHeaderObj(st, &st.enc, false, false)
-	s, reply, err := st.call(&st.enc, EncodeHeaders, func() envoy.StatusType {
-		return st.filter.EncodeHeaders(hobj, !hasBody && !hasTrailers)
-	})
-	if err != nil {
+	body, ok := st.pass(&st.enc, resp.Body, resp.Trailers)
+	if !ok {
 		return
-	}
-	if reply != nil {
-		st.localReply(reply, true)
-		return
-	}
-	var body []byte
-	if s == envoy.StopAndBuffer || s == envoy.StopAndBufferWatermark {
-		all := []byte(strings.Join(resp.Body, ""))
-		buf := newBuf(st, &st.enc, all)
-		s, reply, err = st.call(&st.enc, EncodeData, func() envoy.StatusType { return st.filter.EncodeData(buf, !hasTrailers) })
-		if err != nil {
-			return
-		}
-		if reply != nil {
-			st.localReply(reply, true)
-			return
-		}
-		if !(hasTrailers && s == envoy.StopNoBuffer) {
-			body = append(body, buf.snapshot()...)
-		}
-	} else {
-		st.mu.Lock()
-		st.enc.headersHeld = false
-		st.mu.Unlock()
-		for i, chunk := range resp.Body {
-			end := i == len(resp.Body)-1 && !hasTrailers
-			buf := newBuf(st, &st.enc, []byte(chunk))
-			_, reply, err = st.call(&st.enc, EncodeData, func() envoy.StatusType { return st.filter.EncodeData(buf, end) })
-			if err != nil {
-				return
-			}
-			if reply != nil {
-				st.localReply(reply, true)
-				return
-			}
-			body = append(body, buf.snapshot()...)
-		}
-	}
-	if hasTrailers {
-		st.mu.Lock()
-		st.enc.trailers = hmap(resp.Trailers)
-		st.mu.Unlock()
-		tobj := newHeaderObj(st, &st.enc, true, false)
-		_, reply, err = st.call(&st.enc, EncodeTrailers, func() envoy.StatusType { return st.filter.EncodeTrailers(tobj) })
-		if err != nil {
-			return
-		}
-		if reply != nil {
-			st.localReply(reply, true)
-			return
-		}
 	}
 	st.mu.Lock()
-	st.enc.headersHeld = false
-	body = append(body, st.enc.added...)
 	st.res.Status, _ = strconv.Atoi(first(st.enc.headers[":status"]))
 	st.res.Headers = cloneMap(st.enc.headers)
 	st.res.Body = string(body)

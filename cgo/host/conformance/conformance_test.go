@@ -14,9 +14,12 @@ import (
 
 // env is what the scenario tests share: one host with all listeners and three upstreams.
 type env struct {
-	h          *hostProc
-	a1, a2, b  *upstream
-	deadPort   int
+	h         *hostProc
+	a1, a2, b *upstream
+	deadPort  int
+	// strayPort is a closed loopback port that is no host of any cluster: an override host
+	// Envoy does not find in the cluster (tests talk to loopback only).
+	strayPort  int
 	idSeq      atomic.Int64
 	statPrefix string
 }
@@ -28,6 +31,8 @@ func newEnv(t *testing.T) *env {
 	findBinaries(t) // skip early, before starting upstreams
 	e := &env{a1: startUpstream(t, "a1"), a2: startUpstream(t, "a2"), b: startUpstream(t, "b")}
 	e.deadPort = freePort(t)
+	for e.strayPort = freePort(t); e.strayPort == e.deadPort; e.strayPort = freePort(t) {
+	}
 	e.h = startHost(t, hostSpec{tmpl: "main", listeners: mainListeners, data: map[string]any{
 		"A1": e.a1.port(), "A2": e.a2.port(), "B": e.b.port(), "Dead": e.deadPort,
 	}})
@@ -1195,6 +1200,8 @@ func testOverrideHost(t *testing.T, e *env) {
 	a2 := fmt.Sprintf("127.0.0.1:%d", e.a2.port())
 	a1 := fmt.Sprintf("127.0.0.1:%d", e.a1.port())
 	dead := fmt.Sprintf("127.0.0.1:%d", e.deadPort)
+	// Not a host of any cluster. Closed, so an override that wrongly took effect shows as a 503.
+	stray := fmt.Sprintf("127.0.0.1:%d", e.strayPort)
 	for _, mode := range modes() {
 		t.Run("SetUpstreamOverrideHost_"+mode, func(t *testing.T) {
 			for i := 0; i < 6; i++ {
@@ -1217,7 +1224,7 @@ func testOverrideHost(t *testing.T, e *env) {
 			}
 		})
 		t.Run("SetUpstreamOverrideHost_InvalidHost_NotFound_"+mode, func(t *testing.T) {
-			r := h.must(t, req{listener: "main", path: "/echo", headers: hdrs("x-test-mode", mode, "x-test-override-host", "200.0.0.1:8080")})
+			r := h.must(t, req{listener: "main", path: "/echo", headers: hdrs("x-test-mode", mode, "x-test-override-host", stray)})
 			if r.status != 200 {
 				t.Errorf("got %d, want 200 (host not in the cluster, not strict: normal load balancing)", r.status)
 			}
@@ -1232,13 +1239,13 @@ func testOverrideHost(t *testing.T, e *env) {
 	// Strict only survives on the worker thread: the posted (async) path drops it (golang_filter.cc
 	// setUpstreamOverrideHost), so strict is checked in sync mode only.
 	t.Run("SetUpstreamOverrideHost_InvalidHost_Strict_NotFound_async_strict_dropped", func(t *testing.T) {
-		r := h.must(t, req{listener: "main", path: "/echo", headers: hdrs("x-test-mode", "async", "x-test-override-host", "200.0.0.1:8080", "x-test-override-strict", "true")})
+		r := h.must(t, req{listener: "main", path: "/echo", headers: hdrs("x-test-mode", "async", "x-test-override-host", stray, "x-test-override-strict", "true")})
 		if r.status != 200 {
 			t.Errorf("got %d, want 200: from a goroutine the posted override uses strict=false (golang_filter.cc setUpstreamOverrideHost)", r.status)
 		}
 	})
 	t.Run("SetUpstreamOverrideHost_InvalidHost_Strict_NotFound", func(t *testing.T) {
-		r := h.must(t, req{listener: "main", path: "/echo", headers: hdrs("x-test-override-host", "200.0.0.1:8080", "x-test-override-strict", "true")})
+		r := h.must(t, req{listener: "main", path: "/echo", headers: hdrs("x-test-override-host", stray, "x-test-override-strict", "true")})
 		if r.status != 503 {
 			t.Errorf("got %d, want 503 (strict override to a host not in the cluster)", r.status)
 		}

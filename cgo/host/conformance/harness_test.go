@@ -85,6 +85,8 @@ type hostProc struct {
 	client  *http.Client
 	stopped bool
 	yaml    string
+	// allowNonLoopback: the test provokes loopback-guard refusals on purpose.
+	allowNonLoopback bool
 }
 
 // hostSpec describes a host to start: template name (testdata/<tmpl>.yaml.tmpl), listener names
@@ -126,7 +128,7 @@ func startHost(t testing.TB, spec hostSpec) *hostProc {
 
 	t.Logf("starting %s -c %s --concurrency 2 -l info", b.host, cfg)
 	h.cmd = exec.Command(b.host, "-c", cfg, "--concurrency", "2", "-l", "info")
-	h.cmd.Env = append(os.Environ(), "MOE_MOECTL="+b.moectl)
+	h.cmd.Env = append(os.Environ(), "MOE_MOECTL="+b.moectl, hosttest.LoopbackOnlyEnv)
 	h.cmd.Stdout = h.output
 	h.cmd.Stderr = h.output
 	if err := h.cmd.Start(); err != nil {
@@ -211,6 +213,9 @@ func (h *hostProc) stop() {
 		h.t.Errorf("moe-host exited before the end of the test: %v\noutput:\n%s", h.waitErr, tail(h.output.String(), 8000))
 		return
 	default:
+	}
+	if !h.allowNonLoopback {
+		hosttest.CheckGuard(h.t, fmt.Sprintf("http://127.0.0.1:%d", h.admin), h.output.String())
 	}
 	_ = h.cmd.Process.Signal(syscall.SIGTERM)
 	select {

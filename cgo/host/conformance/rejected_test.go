@@ -9,6 +9,8 @@ import (
 	"testing"
 	"text/template"
 	"time"
+
+	"github.com/moeproxy/moe/shared/testing/hosttest"
 )
 
 // TestConfigRejected: a plugin config the plugin's Parse rejects (NewHttpPluginConfig returns 0)
@@ -29,7 +31,7 @@ func TestConfigRejected(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(b.host, "-c", cfg, "--concurrency", "2", "-l", "info")
-	cmd.Env = append(os.Environ(), "MOE_MOECTL="+b.moectl)
+	cmd.Env = append(os.Environ(), "MOE_MOECTL="+b.moectl, hosttest.LoopbackOnlyEnv)
 	var logs lockedBuffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
@@ -50,6 +52,7 @@ func TestConfigRejected(t *testing.T) {
 	if o := logs.String(); !strings.Contains(o, "config asked to be rejected") {
 		t.Errorf("the plugin's Parse error is not in the output:\n%s", tail(o, 4000))
 	}
+	hosttest.CheckGuard(t, "", logs.String())
 	for _, m := range sanitizerMarkers {
 		if strings.Contains(logs.String(), m) {
 			t.Errorf("output contains %q:\n%s", m, tail(logs.String(), 4000))

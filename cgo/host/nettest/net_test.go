@@ -25,6 +25,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/moeproxy/moe/shared/testing/hosttest"
 )
 
 // hostBinary is out/moe-host-netonly relative to this file's directory, or $MOE_NETONLY_BIN
@@ -138,12 +140,14 @@ func startUpstream(t *testing.T) *upstream {
 // ---------------------------------------------------------------------------------------------
 
 type host struct {
-	cmd       *exec.Cmd
-	port      int
-	adminPort int
-	mu        sync.Mutex
-	stderr    bytes.Buffer
-	exited    chan error
+	// expectRefusals: the test provokes loopback-guard refusals on purpose.
+	expectRefusals bool
+	cmd            *exec.Cmd
+	port           int
+	adminPort      int
+	mu             sync.Mutex
+	stderr         bytes.Buffer
+	exited         chan error
 }
 
 func (h *host) addr() string        { return fmt.Sprintf("127.0.0.1:%d", h.port) }
@@ -213,6 +217,7 @@ func startHostWith(t *testing.T, bootstrap map[string]any, extraArgs ...string) 
 	}
 	args := append([]string{"-c", path, "--concurrency", "2", "-l", "info"}, extraArgs...)
 	h := &host{cmd: exec.Command(bin, args...), exited: make(chan error, 1)}
+	h.cmd.Env = append(os.Environ(), hosttest.LoopbackOnlyEnv)
 	pipe, err := h.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -231,6 +236,9 @@ func startHostWith(t *testing.T, bootstrap map[string]any, extraArgs ...string) 
 	}()
 	t.Cleanup(func() {
 		if h.cmd.ProcessState == nil {
+			if h.adminPort != 0 && !h.expectRefusals {
+				hosttest.CheckGuard(t, h.adminURL(), h.logs())
+			}
 			h.cmd.Process.Kill()
 		}
 		if t.Failed() {
@@ -640,8 +648,14 @@ func TestNetwork(t *testing.T) {
 	})
 
 	t.Run("OverrideHost", func(t *testing.T) {
+		// A closed loopback port that is not the cluster's host: strict fails, non-strict falls
+		// back to the cluster (an override that wrongly took effect would fail to connect).
+		stray := closedPort(t)
+		for stray == up.port {
+			stray = closedPort(t)
+		}
 		req, _ := http.NewRequest("GET", h.url("/o"), nil)
-		req.Header.Set("x-moe-override-host", "10.255.255.1:1")
+		req.Header.Set("x-moe-override-host", fmt.Sprintf("127.0.0.1:%d", stray))
 		req.Header.Set("x-moe-override-strict", "1")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -671,14 +685,20 @@ func TestNetwork(t *testing.T) {
 	})
 }
 
-func TestUpstreamRefused503(t *testing.T) {
+// closedPort is a loopback port the OS just handed out and that nobody listens on now.
+func closedPort(t *testing.T) int {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	closedPort := ln.Addr().(*net.TCPAddr).Port
+	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
-	h := startHost(t, closedPort)
+	return port
+}
+
+func TestUpstreamRefused503(t *testing.T) {
+	h := startHost(t, closedPort(t))
 	before := h.stat(t, "moe_host.upstream_cx_connect_fail")
 	resp, err := http.Get(h.url("/x"))
 	if err != nil {
@@ -1053,5 +1073,47 @@ func TestConcurrentLoad(t *testing.T) {
 	}
 	if active := h.stat(t, "moe_host.upstream_cx_total"); active > 40 {
 		t.Fatalf("upstream_cx_total %d: connections are not being reused", active)
+	}
+}
+
+// TestLoopbackGuard: with MOE_HOST_LOOPBACK_ONLY=1 (every harness sets it) a connect outside
+// 127.0.0.0/8 and ::1 is refused before the socket connects and fails as an immediate connect
+// error (connection_impl.cc ClientConnectionImpl::connect), counted; a STRICT_DNS address is
+// checked the same way once resolved, and a name that needs a DNS server is not resolved at all.
+// 192.0.2.1 is TEST-NET-1 (RFC 5737).
+func TestLoopbackGuard(t *testing.T) {
+	cases := []struct {
+		name, kind, address string
+		wantBody, wantStat  string
+	}{
+		{"Static", "STATIC", "192.0.2.1", "immediate connect error: 1|remote address:192.0.2.1:80", "moe_host.upstream_cx_non_loopback_refused"},
+		{"StrictDnsNumeric", "STRICT_DNS", "192.0.2.1", "immediate connect error: 1|remote address:192.0.2.1:80", "moe_host.upstream_cx_non_loopback_refused"},
+		{"StrictDnsName", "STRICT_DNS", "upstream.invalid", "no healthy upstream", "moe_host.upstream_dns_non_local_refused"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := bootstrapJSON(80)
+			cluster := cfg["clusters"].([]any)[0].(map[string]any)
+			cluster["type"] = c.kind
+			cluster["endpoints"] = []any{map[string]any{"address": c.address, "port": 80}}
+			h := startHostWith(t, cfg)
+			h.expectRefusals = true
+			before := h.stat(t, c.wantStat)
+			resp, err := http.Get(h.url("/x"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			body := readBody(t, resp)
+			if resp.StatusCode != 503 || !strings.Contains(body, c.wantBody) {
+				t.Fatalf("got %d %q, want 503 with %q", resp.StatusCode, body, c.wantBody)
+			}
+			// A connect is refused per request; a name already when the cluster first resolves.
+			got := h.stat(t, c.wantStat)
+			if c.wantStat == "moe_host.upstream_dns_non_local_refused" && (before < 1 || got < before) {
+				t.Fatalf("%s = %d at start, %d after the request: want the resolution refused", c.wantStat, before, got)
+			} else if c.wantStat == "moe_host.upstream_cx_non_loopback_refused" && got != before+1 {
+				t.Fatalf("%s = %d, want %d", c.wantStat, got, before+1)
+			}
+		})
 	}
 }

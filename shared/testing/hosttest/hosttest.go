@@ -26,6 +26,65 @@ import (
 	"time"
 )
 
+// LoopbackOnlyEnv is set in the environment of every moe-host a test starts: the host then
+// refuses upstream connects outside 127.0.0.0/8 and ::1 and DNS names other than localhost
+// (cgo/host/upstream_guard.h), counting them in the stats named by GuardStats. Tests talk to
+// loopback only.
+const LoopbackOnlyEnv = "MOE_HOST_LOOPBACK_ONLY=1"
+
+// GuardStats are the counters of the loopback guard. They exist (at 0) whenever the guard is
+// on; a host's end of life fails the test unless each is present and 0.
+var GuardStats = []string{"moe_host.upstream_cx_non_loopback_refused", "moe_host.upstream_dns_non_local_refused"}
+
+// guardLogMarker is in every log line of a refusal (checked when the host is gone).
+const guardLogMarker = "MOE_HOST_LOOPBACK_ONLY=1: refused"
+
+// CheckGuard fails the test when the loopback guard of the host with admin at adminURL is off
+// or refused anything: every guard stat must be present and 0. output is what the host printed,
+// checked for refusals too.
+func CheckGuard(t testing.TB, adminURL, output string) {
+	t.Helper()
+	if strings.Contains(output, guardLogMarker) {
+		t.Errorf("moe-host refused a non-loopback upstream (tests talk to loopback only):\n%s", guardLines(output))
+	}
+	if adminURL == "" {
+		return
+	}
+	c := &http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Get(adminURL + "/stats?filter=^moe_host\\.upstream_(cx_non_loopback|dns_non_local)_refused$")
+	if err != nil {
+		t.Errorf("loopback guard: admin /stats: %v", err)
+		return
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	got := map[string]string{}
+	for _, line := range strings.Split(string(body), "\n") {
+		if k, v, ok := strings.Cut(line, ": "); ok {
+			got[k] = v
+		}
+	}
+	for _, name := range GuardStats {
+		v, ok := got[name]
+		switch {
+		case !ok:
+			t.Errorf("loopback guard is off: /stats has no %s (is %s set, is the binary current?)", name, LoopbackOnlyEnv)
+		case v != "0":
+			t.Errorf("%s = %s: moe-host tried to leave the machine (tests talk to loopback only)", name, v)
+		}
+	}
+}
+
+func guardLines(output string) string {
+	var lines []string
+	for _, l := range strings.Split(output, "\n") {
+		if strings.Contains(l, guardLogMarker) {
+			lines = append(lines, l)
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
 // OutDir returns the directory holding the built binaries.
 func OutDir(t testing.TB) string {
 	t.Helper()
@@ -136,7 +195,7 @@ func Start(t testing.TB, tmpl string, vars Vars, opts ...Options) *Host {
 	h.cmd = exec.Command(hostBin, "-c", cfg, "--concurrency", strconv.Itoa(o.Concurrency), "-l", o.LogLevel)
 	h.cmd.Stdout = h.stderr
 	h.cmd.Stderr = h.stderr
-	h.cmd.Env = append(os.Environ(), "MOE_MOECTL="+filepath.Join(OutDir(t), "moectl"))
+	h.cmd.Env = append(os.Environ(), "MOE_MOECTL="+filepath.Join(OutDir(t), "moectl"), LoopbackOnlyEnv)
 	if err := h.cmd.Start(); err != nil {
 		t.Fatalf("start moe-host: %v", err)
 	}
@@ -181,7 +240,7 @@ func StartExpectFailure(t testing.TB, tmpl string, vars Vars) string {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(hostBin, "-c", cfg)
-	cmd.Env = append(os.Environ(), "MOE_MOECTL="+filepath.Join(OutDir(t), "moectl"))
+	cmd.Env = append(os.Environ(), "MOE_MOECTL="+filepath.Join(OutDir(t), "moectl"), LoopbackOnlyEnv)
 	done := make(chan struct{})
 	var out []byte
 	var err error
@@ -195,6 +254,7 @@ func StartExpectFailure(t testing.TB, tmpl string, vars Vars) string {
 	if err == nil {
 		t.Fatalf("moe-host exited 0 on a bootstrap that must be rejected:\n%s", out)
 	}
+	CheckGuard(t, "", string(out))
 	return string(out)
 }
 
@@ -229,7 +289,9 @@ func (h *Host) Counter(t testing.TB, name string) int64 {
 func (h *Host) stop(t testing.TB) {
 	select {
 	case <-h.exited:
+		CheckGuard(t, "", h.stderr.String())
 	default:
+		CheckGuard(t, h.AdminURL, h.stderr.String())
 		_ = h.cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-h.exited:

@@ -970,6 +970,24 @@ func testProperty(t *testing.T, e *env) {
 		"source.address", "source.port", "destination.address", "destination.port",
 		"xds.route_name", "xds.cluster_name", "xds.virtual_host_name", "request.nonexistent", "request.headers",
 		"upstream.address"}
+	// Paths Envoy's walk (golang_filter.cc getStringPropertyInternal) treats specially: it cuts at
+	// every '.', a trailing '.' adds no part, an empty part is an unknown name, and the empty
+	// path never leaves the initial null CelValue, which serializeStringValue refuses.
+	parsing := map[string]string{
+		"":                              "ERR:serialization failure",
+		".":                             "ERR:value not found",
+		".request":                      "ERR:value not found",
+		"request.":                      "ERR:serialization failure", // the request map
+		"request..path":                 "ERR:value not found",
+		"request.path.":                 "/property?a=1",
+		"request.path.more":             "ERR:value not found", // a string has no fields
+		"request.headers.x-custom.more": "ERR:value not found",
+		"xds":                           "ERR:serialization failure",
+		"nosuchroot":                    "ERR:value not found",
+	}
+	for k := range parsing {
+		props = append(props, k)
+	}
 	for _, mode := range modes() {
 		t.Run(mode, func(t *testing.T) {
 			r := h.must(t, req{listener: "main", method: "POST", path: "/property?a=1", body: "helloworld",
@@ -1006,6 +1024,11 @@ func testProperty(t *testing.T, e *env) {
 			for k, want := range exact {
 				if got := p(k); got != want {
 					t.Errorf("GetProperty(%q) = %q, want %q", k, got, want)
+				}
+			}
+			for k, want := range parsing {
+				if got := p(k); got != want {
+					t.Errorf("GetProperty(%q) = %q, want %q (Envoy's path walk)", k, got, want)
 				}
 			}
 			if got := p("upstream.address"); got != fmt.Sprintf("127.0.0.1:%d", e.a1.Port) && got != fmt.Sprintf("127.0.0.1:%d", e.a2.Port) {
@@ -1143,9 +1166,19 @@ func testFilterState(t *testing.T, e *env) {
 	h := e.h
 	for _, c := range []map[string]string{hdrs(), hdrs("x-test-mode", "async"), hdrs("x-test-reader-mode", "async")} {
 		t.Run("mode="+c["x-test-mode"]+c["x-test-reader-mode"], func(t *testing.T) {
-			r := h.must(t, req{listener: "main", path: "/echo", headers: merge(c, "x-test-filterstate", "1", "x-test-reader", "1", "x-test-properties", "filter_state.conf.key")})
-			if got := r.get("x-prop-filter_state.conf.key"); got != "fs-value" {
-				t.Errorf("GetProperty(filter_state.conf.key) = %q, want fs-value", got)
+			r := h.must(t, req{listener: "main", path: "/echo", headers: merge(c, "x-test-filterstate", "1", "x-test-reader", "1",
+				"x-test-properties", "filter_state.conf_key,filter_state.conf.key,filter_state,filter_state.conf_key.x")})
+			// GetProperty cuts the path at every '.' (golang_filter.cc getStringPropertyInternal), so
+			// a key with a dot is out of its reach: filter_state.conf.key looks up "conf".
+			for k, want := range map[string]string{
+				"filter_state.conf_key":   "fs-value",
+				"filter_state.conf.key":   "ERR:value not found",
+				"filter_state":            "ERR:serialization failure",
+				"filter_state.conf_key.x": "ERR:value not found",
+			} {
+				if got := r.get("x-prop-" + k); got != want {
+					t.Errorf("GetProperty(%s) = %q, want %q", k, got, want)
+				}
 			}
 			rep := decodeEcho(t, r)
 			if got := rep.header("x-filterstate-self"); got != "fs-value" {

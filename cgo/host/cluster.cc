@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "logger.h"
+#include "upstream_guard.h"
 
 namespace moe {
 
@@ -32,7 +33,9 @@ namespace {
 
 // getaddrinfo for one endpoint; IPv4 answers first, IPv6 only when there is no IPv4 answer
 // (Envoy's V4_PREFERRED lookup family).
-std::vector<Endpoint> resolveOne(const bootstrap::SocketAddress& addr) {
+std::vector<Endpoint> resolveOne(const bootstrap::SocketAddress& addr, const std::string& cluster) {
+  // Test-only: a name that would need a DNS server is not looked up (upstream_guard.h).
+  if (!upstream_guard::allowResolve(addr.address, cluster)) return {};
   addrinfo hints;
   memset(&hints, 0, sizeof(hints));
   hints.ai_family = AF_UNSPEC;
@@ -88,7 +91,7 @@ ClusterImpl::ClusterImpl(const bootstrap::ClusterConfig& config) : config_(confi
 std::vector<Endpoint> ClusterImpl::resolveAll() const {
   std::vector<Endpoint> out;
   for (auto& a : config_.endpoints) {
-    auto eps = resolveOne(a);
+    auto eps = resolveOne(a, config_.name);
     out.insert(out.end(), eps.begin(), eps.end());
   }
   return out;

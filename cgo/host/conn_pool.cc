@@ -13,6 +13,7 @@
 
 #include "logger.h"
 #include "stats.h"
+#include "upstream_guard.h"
 
 namespace moe {
 
@@ -83,7 +84,8 @@ UpstreamConnection::~UpstreamConnection() {
   if (bev_ != nullptr) bufferevent_free(bev_);
 }
 
-bool UpstreamConnection::connect() {
+bool UpstreamConnection::connect(int* error) {
+  *error = 0;
   sockaddr_storage ss;
   memset(&ss, 0, sizeof(ss));
   socklen_t len;
@@ -98,6 +100,13 @@ bool UpstreamConnection::connect() {
     v6->sin6_port = htons(endpoint_.port);
     len = sizeof(sockaddr_in6);
   } else {
+    *error = EINVAL;
+    return false;
+  }
+  // Test-only: refused before a socket exists, as an egress firewall would refuse the connect
+  // (connect(2) fails with EPERM). See upstream_guard.h.
+  if (!upstream_guard::allowConnect(reinterpret_cast<sockaddr*>(&ss), host_, pool_.cluster_name_)) {
+    *error = EPERM;
     return false;
   }
   bev_ = bufferevent_socket_new(dispatcher_.base(), -1, BEV_OPT_CLOSE_ON_FREE);
@@ -107,7 +116,10 @@ bool UpstreamConnection::connect() {
   connect_timer_->enableTimer(std::chrono::milliseconds(connect_timeout_ms_));
   // A refused loopback connect is reported by libevent through the event callback later, not
   // here, so failures arrive from the loop as the contract requires.
-  if (bufferevent_socket_connect(bev_, reinterpret_cast<sockaddr*>(&ss), static_cast<int>(len)) != 0) return false;
+  if (bufferevent_socket_connect(bev_, reinterpret_cast<sockaddr*>(&ss), static_cast<int>(len)) != 0) {
+    *error = errno != 0 ? errno : ECONNREFUSED;
+    return false;
+  }
   int one = 1;
   setsockopt(bufferevent_getfd(bev_), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
   return true;
@@ -293,15 +305,19 @@ UpstreamRequestPtr ConnPool::newRequest(const Endpoint& endpoint, UpstreamCallba
   stats().counter("moe_host.upstream_cx_total").inc();
   stats().counter("cluster." + cluster_name_ + ".upstream_cx_total").inc();
   conn->attach(request.get());
-  if (!conn->connect()) {
+  int err = 0;
+  if (!conn->connect(&err)) {
     countConnectFailure(false);
-    int err = errno != 0 ? errno : ECONNREFUSED;
+    MOE_LOG(Debug, "upstream", "connect to %s failed immediately: %s", conn->host().c_str(), strerror(err));
+    // Envoy's failure reason when connect(2) itself fails (connection_impl.cc
+    // ClientConnectionImpl::connect), reported from the loop like every connect failure.
+    std::string details = "immediate connect error: " + std::to_string(err) + "|remote address:" + conn->host();
     request->conn_ = nullptr;
     conn->abandon();
-    request->postIfAlive([err](UpstreamRequestImpl& r) {
+    request->postIfAlive([details](UpstreamRequestImpl& r) {
       if (r.done_) return;
       r.done_ = true;
-      r.cb_.onUpstreamReset(UpstreamResetReason::ConnectionFailure, "delayed connect error: " + std::to_string(err));
+      r.cb_.onUpstreamReset(UpstreamResetReason::ConnectionFailure, details);
     });
   }
   return request;

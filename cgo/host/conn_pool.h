@@ -53,8 +53,9 @@ class UpstreamConnection : public ResponseParserCallbacks {
 public:
   UpstreamConnection(ConnPool& pool, Dispatcher& dispatcher, const Endpoint& endpoint,
                      uint64_t connect_timeout_ms);
-  // Starts the non-blocking connect; false when it failed immediately (the caller reports it).
-  bool connect();
+  // Starts the non-blocking connect; false (with the errno in *error) when it failed
+  // immediately, the test-only loopback guard included (the caller reports it).
+  bool connect(int* error);
   void attach(UpstreamRequestImpl* request);
   void write(const std::string& data);
   // The request was reset or destroyed before its response completed.

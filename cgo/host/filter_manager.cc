@@ -5,12 +5,25 @@
 namespace moe {
 
 // ---------------------------------------------------------------------------------------------
-// Per-filter entries (Envoy's ActiveStreamDecoderFilter / ActiveStreamEncoderFilter).
+// Per-filter entries (Envoy's ActiveStreamFilterBase, ActiveStreamDecoderFilter and
+// ActiveStreamEncoderFilter). The continuation logic is one piece of code for both directions,
+// as in FM:61-267 (commonContinue, commonHandleAfter{Headers,Data,Trailers}Callback); each
+// direction supplies the hooks it is built from (Envoy's pure virtuals of ActiveStreamFilterBase:
+// canContinue, observedEndStream, bufferedData, hasTrailers, doHeaders, doData, doTrailers) plus
+// the two rules that differ: how data is buffered (the request side answers an overflow with
+// 413 and streams with a downstream read-disable, the response side with 500) and what follows a
+// replay of buffered data (the request side lifts its read-disable below half the limit).
+//
+// Per-filter state (Envoy's IterationState plus two flags):
+//   stopped_            false = Continue, true = StopSingleIteration: this filter holds back
+//                       everything after it until it calls continue*().
+//   headers_continued_  the headers went past this filter.
+//   end_stream_         this filter has seen end_stream; later data frames are not for it.
 // ---------------------------------------------------------------------------------------------
 
-class ActiveFilterBase : public virtual StreamFilterCallbacks {
+class ActiveStreamFilterBase : public virtual StreamFilterCallbacks {
 public:
-  ActiveFilterBase(FilterManager& parent, size_t index) : parent_(parent), index_(index) {}
+  ActiveStreamFilterBase(FilterManager& parent, size_t index) : parent_(parent), index_(index) {}
 
   Dispatcher& dispatcher() override { return parent_.dispatcher_; }
   StreamInfo& streamInfo() override { return parent_.info_; }
@@ -24,63 +37,143 @@ public:
   void resetStream() override { parent_.callbacks_.resetDownstream(); }
   uint64_t streamId() const override { return parent_.stream_id_; }
 
-  FilterManager& parent_;
-  size_t index_;
-  // Envoy's IterationState: false = Continue, true = StopSingleIteration. A stopped filter holds
-  // back everything after it until it calls continue*().
-  bool stopped_ = false;
-  // The headers went past this filter (Envoy's headers_continued_).
-  bool headers_continued_ = false;
-  // This filter has seen end_stream; later data frames are not for it (Envoy's end_stream_).
-  bool end_stream_ = false;
-};
-
-class ActiveDecoderFilter : public ActiveFilterBase, public StreamDecoderFilterCallbacks {
-public:
-  ActiveDecoderFilter(FilterManager& parent, size_t index, std::shared_ptr<StreamDecoderFilter> h)
-      : ActiveFilterBase(parent, index), handle_(std::move(h)) {}
-
-  // FM:61-133 commonContinue: replay the held headers, then the data the filter manager buffered
-  // for this filter, then the trailers.
-  void continueDecoding() override {
-    if (parent_.decodingStopped()) return;
+  // FM:61-146 commonContinue: the filter resumes iteration and replays what it held back, in
+  // order: the headers (if they never went past it), the data the filter manager buffered for
+  // it, then the trailers. Each replay may end the stream (a local reply, a reset), so iteration
+  // is re-checked after every step.
+  void commonContinue() {
+    if (!canContinue()) return;
+    // StopSingleIteration -> Continue.
     stopped_ = false;
     if (!headers_continued_) {
+      // The held headers go on now; they end the stream only when nothing else follows:
+      // the stream's end was observed, nothing is buffered and there are no trailers.
       headers_continued_ = true;
-      // end_stream only when nothing else follows: stream complete, no buffered data, no trailers.
-      bool end = parent_.remote_decode_complete_ && !parent_.buffered_request_data_ &&
-                 !parent_.request_trailers_;
-      parent_.decodeHeadersFrom(this, *parent_.request_headers_, end);
-      if (parent_.decodingStopped()) return;
+      doHeaders(observedEndStream() && !bufferedData() && !hasTrailers());
+      if (!canContinue()) return;
     }
-    // Trailers may be added while data is processed; remember whether they existed before.
-    bool had_trailers = parent_.request_trailers_ != nullptr;
-    if (parent_.buffered_request_data_) {
-      parent_.decodeDataFrom(this, *parent_.buffered_request_data_,
-                             parent_.remote_decode_complete_ && !had_trailers);
-      if (parent_.decodingStopped()) return;
-      if (parent_.request_watermark_raised_ &&
-          parent_.buffered_request_data_->length() < parent_.buffer_limit_ / 2) {
-        parent_.request_watermark_raised_ = false;
-        parent_.callbacks_.readDisableDownstream(false);
-      }
+    // Trailers may be added while the data is processed (addDecodedData/addEncodedData in the
+    // trailers callback of a later filter); only those present before the data are replayed
+    // here, later ones by the data iteration itself (FM:126-130).
+    const bool had_trailers_before_data = hasTrailers();
+    if (Buffer* data = bufferedData()) {
+      // With trailers to come the data does not end the stream: the trailers do.
+      doData(*data, observedEndStream() && !had_trailers_before_data);
+      if (!canContinue()) return;
+      onBufferedDataReplayed();
     }
-    if (had_trailers) parent_.decodeTrailersFrom(this, *parent_.request_trailers_);
+    if (had_trailers_before_data) doTrailers();
   }
 
+  // FM injectDecodedDataToFilterChain / injectEncodedDataToFilterChain (FM:476-491, 1937-1951):
+  // data from the filter itself goes to the filters after it, preceded by the headers (without
+  // end_stream, since data follows) when they never went past it.
+  void commonInjectData(Buffer& data, bool end_stream) {
+    if (!canContinue()) return;
+    if (!headers_continued_) {
+      headers_continued_ = true;
+      doHeaders(false);
+      if (!canContinue()) return;
+    }
+    doData(data, end_stream);
+  }
+
+  // FM:165-197 commonHandleAfterHeadersCallback: true = go on to the next filter.
+  bool commonHandleAfterHeadersCallback(FilterHeadersStatus status) {
+    if (status == FilterHeadersStatus::StopIteration) {
+      // Continue -> StopSingleIteration: the headers stay here until continue*().
+      stopped_ = true;
+      return false;
+    }
+    // Continue: the headers go past this filter.
+    headers_continued_ = true;
+    return true;
+  }
+
+  // FM:215-248 commonHandleAfterDataCallback: true = go on to the next filter.
+  bool commonHandleAfterDataCallback(FilterDataStatus status, Buffer& data) {
+    if (status == FilterDataStatus::Continue) {
+      if (stopped_) {
+        // The filter held the headers (or earlier data) and now lets data through: this data is
+        // queued behind the held frames and everything is replayed in order by commonContinue,
+        // which also moves the filter from StopSingleIteration back to Continue.
+        bufferData(data);
+        commonContinue();
+        return false;
+      }
+      return true;
+    }
+    // Any Stop status: Continue -> StopSingleIteration (or stays stopped).
+    stopped_ = true;
+    if (status == FilterDataStatus::StopIterationAndBuffer ||
+        status == FilterDataStatus::StopIterationAndWatermark) {
+      // The filter manager keeps the data for the filter. StopIterationAndBuffer marks the
+      // direction as buffering (an overflow is then an error reply), StopIterationAndWatermark as
+      // streaming (an overflow is then flow control).
+      setBufferStreaming(status == FilterDataStatus::StopIterationAndWatermark);
+      bufferData(data);
+    }
+    // StopIterationNoBuffer: the filter took the data itself. (Envoy, FM:233-242, also gives a
+    // filter that stops this way on the stream's last frame an empty buffer, so a later
+    // commonContinue delivers end_stream; not ported: a continue*() after that would deliver
+    // no end_stream here. The golang filter resumes data with inject*DataToFilterChain.)
+    return false;
+  }
+
+  // FM:250-267 commonHandleAfterTrailersCallback: true = go on to the next filter.
+  bool commonHandleAfterTrailersCallback(FilterTrailersStatus status) {
+    if (status == FilterTrailersStatus::Continue) {
+      if (stopped_) {
+        // Headers or data were held: replay them, then these trailers (commonContinue).
+        commonContinue();
+        return false;
+      }
+      return true;
+    }
+    // StopIteration: Continue -> StopSingleIteration; continue*() replays from here.
+    stopped_ = true;
+    return false;
+  }
+
+  FilterManager& parent_;
+  size_t index_;
+  bool stopped_ = false;
+  bool headers_continued_ = false;
+  bool end_stream_ = false;
+
+protected:
+  // The direction's hooks.
+  // Envoy's canContinue (FM:390-403): false once the stream ended, was destroyed, or (decoding) a local
+  // reply aborted the decoder chain.
+  virtual bool canContinue() = 0;
+  // The codec (or the router, for the response) delivered the end of this direction.
+  virtual bool observedEndStream() = 0;
+  // The data the filter manager holds for this direction (nullptr: none).
+  virtual Buffer* bufferedData() = 0;
+  virtual bool hasTrailers() = 0;
+  // Iterate the held headers, data or trailers through the filters after this one.
+  virtual void doHeaders(bool end_stream) = 0;
+  virtual void doData(Buffer& data, bool end_stream) = 0;
+  virtual void doTrailers() = 0;
+  // Hold data for this filter in the filter manager, with the direction's overflow rule.
+  virtual void bufferData(Buffer& data) = 0;
+  // Whether this direction's buffering streams (watermark) or buffers the whole body.
+  virtual void setBufferStreaming(bool streaming) = 0;
+  // After commonContinue replayed the buffered data (and the stream goes on).
+  virtual void onBufferedDataReplayed() {}
+};
+
+class ActiveStreamDecoderFilter : public ActiveStreamFilterBase, public StreamDecoderFilterCallbacks {
+public:
+  ActiveStreamDecoderFilter(FilterManager& parent, size_t index, std::shared_ptr<StreamDecoderFilter> h)
+      : ActiveStreamFilterBase(parent, index), handle_(std::move(h)) {}
+
+  void continueDecoding() override { commonContinue(); }
   void addDecodedData(Buffer& data, bool streaming) override {
     parent_.addDecodedData(*this, data, streaming);
   }
-
-  // FM: injectDecodedDataToFilterChain: headers go first (without end_stream) if still held.
   void injectDecodedDataToFilterChain(Buffer& data, bool end_stream) override {
-    if (parent_.decodingStopped()) return;
-    if (!headers_continued_) {
-      headers_continued_ = true;
-      parent_.decodeHeadersFrom(this, *parent_.request_headers_, false);
-      if (parent_.decodingStopped()) return;
-    }
-    parent_.decodeDataFrom(this, data, end_stream);
+    commonInjectData(data, end_stream);
   }
 
   void encodeHeaders(HeaderMapPtr headers, bool end_stream, std::string_view details) override {
@@ -103,90 +196,43 @@ public:
   }
   const HeaderMap* requestHeaders() override { return parent_.request_headers_.get(); }
 
-  // Envoy's commonHandleAfterHeadersCallback: true = go on to the next filter.
-  bool handleAfterHeaders(FilterHeadersStatus status) {
-    if (status == FilterHeadersStatus::StopIteration) {
-      stopped_ = true;
-      return false;
-    }
-    headers_continued_ = true;
-    return true;
-  }
-
-  // Envoy's commonHandleAfterDataCallback.
-  bool handleAfterData(FilterDataStatus status, Buffer& data) {
-    if (status == FilterDataStatus::Continue) {
-      if (stopped_) {
-        // The filter held headers and now lets data through: queue this data behind the held
-        // frames and replay all of them in order.
-        parent_.bufferRequestData(data);
-        continueDecoding();
-        return false;
-      }
-      return true;
-    }
-    stopped_ = true;
-    if (status == FilterDataStatus::StopIterationAndBuffer ||
-        status == FilterDataStatus::StopIterationAndWatermark) {
-      parent_.request_buffer_streaming_ = status == FilterDataStatus::StopIterationAndWatermark;
-      parent_.bufferRequestData(data);
-    }
-    // StopIterationNoBuffer: the filter took the data itself.
-    return false;
-  }
-
-  bool handleAfterTrailers(FilterTrailersStatus status) {
-    if (status == FilterTrailersStatus::Continue) {
-      if (stopped_) {
-        continueDecoding();
-        return false;
-      }
-      return true;
-    }
-    stopped_ = true;
-    return false;
-  }
-
   std::shared_ptr<StreamDecoderFilter> handle_;
+
+protected:
+  bool canContinue() override { return !parent_.decodingStopped(); }
+  bool observedEndStream() override { return parent_.remote_decode_complete_; }
+  Buffer* bufferedData() override { return parent_.buffered_request_data_.get(); }
+  bool hasTrailers() override { return parent_.request_trailers_ != nullptr; }
+  void doHeaders(bool end_stream) override {
+    parent_.decodeHeadersFrom(this, *parent_.request_headers_, end_stream);
+  }
+  void doData(Buffer& data, bool end_stream) override { parent_.decodeDataFrom(this, data, end_stream); }
+  void doTrailers() override { parent_.decodeTrailersFrom(this, *parent_.request_trailers_); }
+  // 413 when buffering the whole body overflows, read-disable when streaming.
+  void bufferData(Buffer& data) override { parent_.bufferRequestData(data); }
+  void setBufferStreaming(bool streaming) override { parent_.request_buffer_streaming_ = streaming; }
+  // The buffer drained below half the limit: the downstream may be read again (Envoy's
+  // watermark buffer low-water callback, requestDataDrained).
+  void onBufferedDataReplayed() override {
+    if (parent_.request_watermark_raised_ &&
+        parent_.buffered_request_data_->length() < parent_.buffer_limit_ / 2) {
+      parent_.request_watermark_raised_ = false;
+      parent_.callbacks_.readDisableDownstream(false);
+    }
+  }
 };
 
-class ActiveEncoderFilter : public ActiveFilterBase, public StreamEncoderFilterCallbacks {
+class ActiveStreamEncoderFilter : public ActiveStreamFilterBase, public StreamEncoderFilterCallbacks {
 public:
-  ActiveEncoderFilter(FilterManager& parent, size_t index, std::shared_ptr<StreamEncoderFilter> h)
-      : ActiveFilterBase(parent, index), handle_(std::move(h)) {}
+  ActiveStreamEncoderFilter(FilterManager& parent, size_t index, std::shared_ptr<StreamEncoderFilter> h)
+      : ActiveStreamFilterBase(parent, index), handle_(std::move(h)) {}
 
-  // Mirror of ActiveDecoderFilter::continueDecoding for the response.
-  void continueEncoding() override {
-    if (parent_.encodingStopped()) return;
-    stopped_ = false;
-    if (!headers_continued_) {
-      headers_continued_ = true;
-      bool end = parent_.response_end_observed_ && !parent_.buffered_response_data_ &&
-                 !parent_.response_trailers_;
-      parent_.encodeHeadersFrom(this, *parent_.response_headers_, end);
-      if (parent_.encodingStopped()) return;
-    }
-    bool had_trailers = parent_.response_trailers_ != nullptr;
-    if (parent_.buffered_response_data_) {
-      parent_.encodeDataFrom(this, *parent_.buffered_response_data_,
-                             parent_.response_end_observed_ && !had_trailers);
-      if (parent_.encodingStopped()) return;
-    }
-    if (had_trailers) parent_.encodeTrailersFrom(this, *parent_.response_trailers_);
-  }
-
+  void continueEncoding() override { commonContinue(); }
   void addEncodedData(Buffer& data, bool streaming) override {
     parent_.addEncodedData(*this, data, streaming);
   }
-
   void injectEncodedDataToFilterChain(Buffer& data, bool end_stream) override {
-    if (parent_.encodingStopped()) return;
-    if (!headers_continued_) {
-      headers_continued_ = true;
-      parent_.encodeHeadersFrom(this, *parent_.response_headers_, false);
-      if (parent_.encodingStopped()) return;
-    }
-    parent_.encodeDataFrom(this, data, end_stream);
+    commonInjectData(data, end_stream);
   }
 
   // The upstream side has no read-disable in this host: response watermarks only log.
@@ -196,46 +242,21 @@ public:
   }
   void onEncoderFilterBelowWriteBufferLowWatermark() override {}
 
-  bool handleAfterHeaders(FilterHeadersStatus status) {
-    if (status == FilterHeadersStatus::StopIteration) {
-      stopped_ = true;
-      return false;
-    }
-    headers_continued_ = true;
-    return true;
-  }
-
-  bool handleAfterData(FilterDataStatus status, Buffer& data) {
-    if (status == FilterDataStatus::Continue) {
-      if (stopped_) {
-        parent_.bufferResponseData(data);
-        continueEncoding();
-        return false;
-      }
-      return true;
-    }
-    stopped_ = true;
-    if (status == FilterDataStatus::StopIterationAndBuffer ||
-        status == FilterDataStatus::StopIterationAndWatermark) {
-      parent_.response_buffer_streaming_ = status == FilterDataStatus::StopIterationAndWatermark;
-      parent_.bufferResponseData(data);
-    }
-    return false;
-  }
-
-  bool handleAfterTrailers(FilterTrailersStatus status) {
-    if (status == FilterTrailersStatus::Continue) {
-      if (stopped_) {
-        continueEncoding();
-        return false;
-      }
-      return true;
-    }
-    stopped_ = true;
-    return false;
-  }
-
   std::shared_ptr<StreamEncoderFilter> handle_;
+
+protected:
+  bool canContinue() override { return !parent_.encodingStopped(); }
+  bool observedEndStream() override { return parent_.response_end_observed_; }
+  Buffer* bufferedData() override { return parent_.buffered_response_data_.get(); }
+  bool hasTrailers() override { return parent_.response_trailers_ != nullptr; }
+  void doHeaders(bool end_stream) override {
+    parent_.encodeHeadersFrom(this, *parent_.response_headers_, end_stream);
+  }
+  void doData(Buffer& data, bool end_stream) override { parent_.encodeDataFrom(this, data, end_stream); }
+  void doTrailers() override { parent_.encodeTrailersFrom(this, *parent_.response_trailers_); }
+  // 500 when buffering the whole body overflows; streaming only logs (no upstream read-disable).
+  void bufferData(Buffer& data) override { parent_.bufferResponseData(data); }
+  void setBufferStreaming(bool streaming) override { parent_.response_buffer_streaming_ = streaming; }
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -250,7 +271,7 @@ FilterManager::FilterManager(FilterManagerCallbacks& callbacks, Dispatcher& disp
 FilterManager::~FilterManager() = default;
 
 void FilterManager::addStreamDecoderFilter(std::shared_ptr<StreamDecoderFilter> filter) {
-  auto entry = std::make_unique<ActiveDecoderFilter>(*this, decoders_.size(), filter);
+  auto entry = std::make_unique<ActiveStreamDecoderFilter>(*this, decoders_.size(), filter);
   filter->setDecoderFilterCallbacks(*entry);
   decoders_.push_back(std::move(entry));
   unique_filters_.push_back(filter.get());
@@ -259,7 +280,7 @@ void FilterManager::addStreamDecoderFilter(std::shared_ptr<StreamDecoderFilter> 
 // Encoders run in reverse configuration order: each new one goes first. Indexes are recomputed
 // because they define where a continuation resumes.
 void FilterManager::addStreamEncoderFilter(std::shared_ptr<StreamEncoderFilter> filter) {
-  auto entry = std::make_unique<ActiveEncoderFilter>(*this, 0, filter);
+  auto entry = std::make_unique<ActiveStreamEncoderFilter>(*this, 0, filter);
   filter->setEncoderFilterCallbacks(*entry);
   encoders_.insert(encoders_.begin(), std::move(entry));
   for (size_t i = 0; i < encoders_.size(); i++) encoders_[i]->index_ = i;
@@ -268,7 +289,7 @@ void FilterManager::addStreamEncoderFilter(std::shared_ptr<StreamEncoderFilter> 
 
 void FilterManager::addStreamFilter(std::shared_ptr<StreamFilter> filter) {
   addStreamDecoderFilter(filter);
-  auto entry = std::make_unique<ActiveEncoderFilter>(*this, 0, filter);
+  auto entry = std::make_unique<ActiveStreamEncoderFilter>(*this, 0, filter);
   filter->setEncoderFilterCallbacks(*entry);
   encoders_.insert(encoders_.begin(), std::move(entry));
   for (size_t i = 0; i < encoders_.size(); i++) encoders_[i]->index_ = i;
@@ -338,7 +359,7 @@ void FilterManager::decodeTrailers(HeaderMapPtr trailers) {
   decodeTrailersFrom(nullptr, *request_trailers_);
 }
 
-void FilterManager::decodeHeadersFrom(ActiveDecoderFilter* from, HeaderMap& headers,
+void FilterManager::decodeHeadersFrom(ActiveStreamDecoderFilter* from, HeaderMap& headers,
                                       bool end_stream) {
   if (decodingStopped()) return;
   // If a filter adds body data while handling end_stream headers, the filters after it get
@@ -346,13 +367,13 @@ void FilterManager::decodeHeadersFrom(ActiveDecoderFilter* from, HeaderMap& head
   // continue_data_entry).
   std::optional<size_t> continue_data_entry;
   for (size_t i = from ? from->index_ + 1 : 0; i < decoders_.size(); i++) {
-    ActiveDecoderFilter& f = *decoders_[i];
+    ActiveStreamDecoderFilter& f = *decoders_[i];
     f.end_stream_ = end_stream && !continue_data_entry;
     call_state_ |= DecodeHeaders;
     FilterHeadersStatus status = f.handle_->decodeHeaders(headers, f.end_stream_);
     call_state_ &= ~DecodeHeaders;
     if (decodingStopped()) return;
-    if (!f.handleAfterHeaders(status) && i + 1 < decoders_.size()) {
+    if (!f.commonHandleAfterHeadersCallback(status) && i + 1 < decoders_.size()) {
       if (continue_data_entry) {
         decoders_[*continue_data_entry]->stopped_ = true;
         decoders_[*continue_data_entry]->continueDecoding();
@@ -367,10 +388,10 @@ void FilterManager::decodeHeadersFrom(ActiveDecoderFilter* from, HeaderMap& head
   }
 }
 
-void FilterManager::decodeDataFrom(ActiveDecoderFilter* from, Buffer& data, bool end_stream) {
+void FilterManager::decodeDataFrom(ActiveStreamDecoderFilter* from, Buffer& data, bool end_stream) {
   if (decodingStopped()) return;
   for (size_t i = from ? from->index_ + 1 : 0; i < decoders_.size(); i++) {
-    ActiveDecoderFilter& f = *decoders_[i];
+    ActiveStreamDecoderFilter& f = *decoders_[i];
     // This filter already saw the end of the stream: the data is not for it or later filters.
     if (f.end_stream_) return;
     // With trailers present the data never ends the stream for a filter (FM:769): the
@@ -380,26 +401,26 @@ void FilterManager::decodeDataFrom(ActiveDecoderFilter* from, Buffer& data, bool
     FilterDataStatus status = f.handle_->decodeData(data, f.end_stream_);
     call_state_ &= ~DecodeData;
     if (decodingStopped()) return;
-    if (!f.handleAfterData(status, data)) return;
+    if (!f.commonHandleAfterDataCallback(status, data)) return;
   }
 }
 
-void FilterManager::decodeTrailersFrom(ActiveDecoderFilter* from, HeaderMap& trailers) {
+void FilterManager::decodeTrailersFrom(ActiveStreamDecoderFilter* from, HeaderMap& trailers) {
   if (decodingStopped()) return;
   for (size_t i = from ? from->index_ + 1 : 0; i < decoders_.size(); i++) {
-    ActiveDecoderFilter& f = *decoders_[i];
+    ActiveStreamDecoderFilter& f = *decoders_[i];
     call_state_ |= DecodeTrailers;
     FilterTrailersStatus status = f.handle_->decodeTrailers(trailers);
     call_state_ &= ~DecodeTrailers;
     f.end_stream_ = true;
     if (decodingStopped()) return;
-    if (!f.handleAfterTrailers(status)) return;
+    if (!f.commonHandleAfterTrailersCallback(status)) return;
   }
 }
 
 // FM:832-852: buffer unless this filter's trailers callback is running, in which case the
 // data goes to the next filters right away (trailers have not passed yet).
-void FilterManager::addDecodedData(ActiveDecoderFilter& filter, Buffer& data, bool streaming) {
+void FilterManager::addDecodedData(ActiveStreamDecoderFilter& filter, Buffer& data, bool streaming) {
   if (call_state_ == 0 || (call_state_ & DecodeHeaders) || (call_state_ & DecodeData) ||
       ((call_state_ & DecodeTrailers) && filter.stopped_)) {
     request_buffer_streaming_ = streaming;
@@ -413,7 +434,7 @@ void FilterManager::addDecodedData(ActiveDecoderFilter& filter, Buffer& data, bo
   }
 }
 
-void FilterManager::addEncodedData(ActiveEncoderFilter& filter, Buffer& data, bool streaming) {
+void FilterManager::addEncodedData(ActiveStreamEncoderFilter& filter, Buffer& data, bool streaming) {
   if (call_state_ == 0 || (call_state_ & EncodeHeaders) || (call_state_ & EncodeData) ||
       ((call_state_ & EncodeTrailers) && filter.stopped_)) {
     response_buffer_streaming_ = streaming;
@@ -465,18 +486,18 @@ void FilterManager::startResponse(HeaderMapPtr headers, bool end_stream, std::st
   encodeHeadersFrom(nullptr, *response_headers_, end_stream);
 }
 
-void FilterManager::encodeHeadersFrom(ActiveEncoderFilter* from, HeaderMap& headers,
+void FilterManager::encodeHeadersFrom(ActiveStreamEncoderFilter* from, HeaderMap& headers,
                                       bool end_stream) {
   if (encodingStopped()) return;
   std::optional<size_t> continue_data_entry;
   for (size_t i = from ? from->index_ + 1 : 0; i < encoders_.size(); i++) {
-    ActiveEncoderFilter& f = *encoders_[i];
+    ActiveStreamEncoderFilter& f = *encoders_[i];
     f.end_stream_ = end_stream && !continue_data_entry;
     call_state_ |= EncodeHeaders;
     FilterHeadersStatus status = f.handle_->encodeHeaders(headers, f.end_stream_);
     call_state_ &= ~EncodeHeaders;
     if (encodingStopped()) return;
-    if (!f.handleAfterHeaders(status)) {
+    if (!f.commonHandleAfterHeadersCallback(status)) {
       if (continue_data_entry) {
         encoders_[*continue_data_entry]->stopped_ = true;
         encoders_[*continue_data_entry]->continueEncoding();
@@ -497,17 +518,17 @@ void FilterManager::encodeHeadersFrom(ActiveEncoderFilter* from, HeaderMap& head
   }
 }
 
-void FilterManager::encodeDataFrom(ActiveEncoderFilter* from, Buffer& data, bool end_stream) {
+void FilterManager::encodeDataFrom(ActiveStreamEncoderFilter* from, Buffer& data, bool end_stream) {
   if (encodingStopped()) return;
   for (size_t i = from ? from->index_ + 1 : 0; i < encoders_.size(); i++) {
-    ActiveEncoderFilter& f = *encoders_[i];
+    ActiveStreamEncoderFilter& f = *encoders_[i];
     if (f.end_stream_) return;
     f.end_stream_ = end_stream && !response_trailers_;
     call_state_ |= EncodeData;
     FilterDataStatus status = f.handle_->encodeData(data, f.end_stream_);
     call_state_ &= ~EncodeData;
     if (encodingStopped()) return;
-    if (!f.handleAfterData(status, data)) return;
+    if (!f.commonHandleAfterDataCallback(status, data)) return;
   }
   // Deviation: Envoy passes end_stream to the codec even when trailers exist (FM:1524); with
   // HTTP/1 that would finish the chunked body before the trailers, so the trailers end it here.
@@ -517,16 +538,16 @@ void FilterManager::encodeDataFrom(ActiveEncoderFilter* from, Buffer& data, bool
   callbacks_.encodeDataToCodec(data, codec_end);
 }
 
-void FilterManager::encodeTrailersFrom(ActiveEncoderFilter* from, HeaderMap& trailers) {
+void FilterManager::encodeTrailersFrom(ActiveStreamEncoderFilter* from, HeaderMap& trailers) {
   if (encodingStopped()) return;
   for (size_t i = from ? from->index_ + 1 : 0; i < encoders_.size(); i++) {
-    ActiveEncoderFilter& f = *encoders_[i];
+    ActiveStreamEncoderFilter& f = *encoders_[i];
     call_state_ |= EncodeTrailers;
     FilterTrailersStatus status = f.handle_->encodeTrailers(trailers);
     call_state_ &= ~EncodeTrailers;
     f.end_stream_ = true;
     if (encodingStopped()) return;
-    if (!f.handleAfterTrailers(status)) return;
+    if (!f.commonHandleAfterTrailersCallback(status)) return;
   }
   local_complete_ = true;
   callbacks_.encodeTrailersToCodec(trailers);

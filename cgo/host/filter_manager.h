@@ -129,9 +129,9 @@ public:
   virtual void readDisableDownstream(bool disable) = 0;
 };
 
-class ActiveFilterBase;
-class ActiveDecoderFilter;
-class ActiveEncoderFilter;
+class ActiveStreamFilterBase;
+class ActiveStreamDecoderFilter;
+class ActiveStreamEncoderFilter;
 
 class FilterManager {
 public:
@@ -178,9 +178,9 @@ public:
   uint64_t streamId() const { return stream_id_; }
 
 private:
-  friend class ActiveFilterBase;
-  friend class ActiveDecoderFilter;
-  friend class ActiveEncoderFilter;
+  friend class ActiveStreamFilterBase;
+  friend class ActiveStreamDecoderFilter;
+  friend class ActiveStreamEncoderFilter;
 
   // Which filter callback is on the stack (Envoy's FilterCallState), for addData's choice
   // between buffering and inline dispatch.
@@ -191,16 +191,16 @@ private:
 
   // `from` is the filter whose continuation this is; iteration starts after it (nullptr: from
   // the first filter).
-  void decodeHeadersFrom(ActiveDecoderFilter* from, HeaderMap& headers, bool end_stream);
-  void decodeDataFrom(ActiveDecoderFilter* from, Buffer& data, bool end_stream);
-  void decodeTrailersFrom(ActiveDecoderFilter* from, HeaderMap& trailers);
-  void encodeHeadersFrom(ActiveEncoderFilter* from, HeaderMap& headers, bool end_stream);
-  void encodeDataFrom(ActiveEncoderFilter* from, Buffer& data, bool end_stream);
-  void encodeTrailersFrom(ActiveEncoderFilter* from, HeaderMap& trailers);
+  void decodeHeadersFrom(ActiveStreamDecoderFilter* from, HeaderMap& headers, bool end_stream);
+  void decodeDataFrom(ActiveStreamDecoderFilter* from, Buffer& data, bool end_stream);
+  void decodeTrailersFrom(ActiveStreamDecoderFilter* from, HeaderMap& trailers);
+  void encodeHeadersFrom(ActiveStreamEncoderFilter* from, HeaderMap& headers, bool end_stream);
+  void encodeDataFrom(ActiveStreamEncoderFilter* from, Buffer& data, bool end_stream);
+  void encodeTrailersFrom(ActiveStreamEncoderFilter* from, HeaderMap& trailers);
 
   void startResponse(HeaderMapPtr headers, bool end_stream, std::string_view details);
-  void addDecodedData(ActiveDecoderFilter& filter, Buffer& data, bool streaming);
-  void addEncodedData(ActiveEncoderFilter& filter, Buffer& data, bool streaming);
+  void addDecodedData(ActiveStreamDecoderFilter& filter, Buffer& data, bool streaming);
+  void addEncodedData(ActiveStreamEncoderFilter& filter, Buffer& data, bool streaming);
   void bufferRequestData(Buffer& data);
   void bufferResponseData(Buffer& data);
   // A prepared local reply (utility.cc prepareLocalReply): headers, and the body to send
@@ -223,8 +223,8 @@ private:
   uint32_t buffer_limit_;
   uint64_t stream_id_;
 
-  std::vector<std::unique_ptr<ActiveDecoderFilter>> decoders_;  // decode order
-  std::vector<std::unique_ptr<ActiveEncoderFilter>> encoders_;  // encode order (reverse config)
+  std::vector<std::unique_ptr<ActiveStreamDecoderFilter>> decoders_;  // decode order
+  std::vector<std::unique_ptr<ActiveStreamEncoderFilter>> encoders_;  // encode order (reverse config)
   std::vector<std::shared_ptr<AccessLogHandler>> access_loggers_;
   // Each filter once, in configuration order (a dual filter appears once).
   std::vector<StreamFilterBase*> unique_filters_;

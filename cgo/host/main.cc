@@ -29,6 +29,7 @@
 #include "logger.h"
 #include "server.h"
 #include "stats.h"
+#include "upstream_guard.h"
 #include "worker.h"
 
 // Defined only in -fsanitize=address builds (LeakSanitizer); weak so other builds link.
@@ -191,6 +192,7 @@ public:
   int run(const bootstrap::Bootstrap& config) {
     // Workers exist (not running) before the factories, which may ask for their dispatchers.
     for (uint32_t i = 0; i < options_.concurrency; i++) workers_.push_back(std::make_unique<Worker>(i, *this));
+    upstream_guard::init();  // before the clusters resolve anything
     cluster_manager_ = std::make_unique<ClusterManagerImpl>(config.clusters);
 
     for (auto& listener : config.listeners) {

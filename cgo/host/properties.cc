@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <ctime>
+#include <optional>
 #include <vector>
 
 #include "proto_wire.h"
@@ -87,37 +88,59 @@ std::string joinedHeader(const HeaderMap& m, const std::string& key) {
   return out;
 }
 
-// A resolved attribute: a scalar rendered to text, a serialized message, or a map/list
-// (not serialisable: Envoy returns SerializationFailure).
+// A CEL value as the path walk sees it (GF:1561-1645): nothing yet (the walk's initial
+// CelValue, a null), a scalar already rendered as serializeStringValue would (strings,
+// numbers, bools, timestamps, durations, serialized messages), or a map the next path part
+// indexes: a root's attributes (request, response, ...), a header map, or the filter state.
+// Maps and null do not serialize: SerializationFailure (GF:1647-1692).
 struct Value {
-  enum Kind { NotFound, Scalar, Map } kind = NotFound;
-  std::string text;
-  const HeaderMap* headers = nullptr;                      // Map of headers
+  enum Kind { Null, Scalar, Map } kind = Null;
+  std::string text;                                           // Scalar
+  std::string root;                                           // Map of a root's attributes
+  bool is_headers = false;                                    // Map of headers (headers may be null)
+  const HeaderMap* headers = nullptr;
   const std::map<std::string, std::string>* strmap = nullptr; // Map of strings (filter_state)
 };
 
-Value scalar(std::string s) { return Value{Value::Scalar, std::move(s), nullptr, nullptr}; }
+Value scalar(std::string s) {
+  Value v;
+  v.kind = Value::Scalar;
+  v.text = std::move(s);
+  return v;
+}
+// HeadersWrapper (context.h:179-193): always a map, even without headers (then every key is
+// absent).
 Value headerMapValue(const HeaderMap* m) {
-  if (!m) return Value{};
-  return Value{Value::Map, "", m, nullptr};
+  Value v;
+  v.kind = Value::Map;
+  v.is_headers = true;
+  v.headers = m;
+  return v;
+}
+Value rootMap(std::string root) {
+  Value v;
+  v.kind = Value::Map;
+  v.root = std::move(root);
+  return v;
 }
 
-Value requestAttr(const PropertyContext& c, const std::string& name) {
+std::optional<Value> requestAttr(const PropertyContext& c, const std::string& name) {
   const HeaderMap* h = c.request_headers;
-  auto hv = [&](const char* key) -> Value {
-    if (!h) return Value{};
+  auto hv = [&](const char* key) -> std::optional<Value> {
+    if (!h) return std::nullopt;
     const std::string* v = h->get(key);
-    return v ? scalar(*v) : Value{};
+    if (!v) return std::nullopt;
+    return scalar(*v);
   };
   if (name == "path") return hv(":path");
   if (name == "url_path") {
-    if (!h || !h->get(":path")) return Value{};
+    if (!h || !h->get(":path")) return std::nullopt;
     std::string p = *h->get(":path");
     auto q = p.find('?');
     return scalar(q == std::string::npos ? p : p.substr(0, q));
   }
   if (name == "query") {
-    if (!h || !h->get(":path")) return Value{};
+    if (!h || !h->get(":path")) return std::nullopt;
     std::string p = *h->get(":path");
     auto q = p.find('?');
     return scalar(q == std::string::npos ? "" : p.substr(q + 1));
@@ -140,23 +163,23 @@ Value requestAttr(const PropertyContext& c, const std::string& name) {
   }
   if (name == "headers_bytes") return scalar(std::to_string(h ? h->byteSize() : 0));
   if (name == "duration") {
-    if (!c.info.last_downstream_rx) return Value{};
+    if (!c.info.last_downstream_rx) return std::nullopt;
     return scalar(formatDuration(*c.info.last_downstream_rx - c.info.start_steady));
   }
-  return Value{};
+  return std::nullopt;
 }
 
-Value responseAttr(const PropertyContext& c, const std::string& name) {
+std::optional<Value> responseAttr(const PropertyContext& c, const std::string& name) {
   if (name == "code") {
-    if (!c.info.response_code) return Value{};
+    if (!c.info.response_code) return std::nullopt;
     return scalar(std::to_string(*c.info.response_code));
   }
   if (name == "code_details") {
-    if (!c.info.response_code_details) return Value{};
+    if (!c.info.response_code_details) return std::nullopt;
     return scalar(*c.info.response_code_details);
   }
   if (name == "flags") return scalar("0"); // the bitmask is not tracked
-  if (name == "grpc_status") return Value{};
+  if (name == "grpc_status") return std::nullopt;
   if (name == "headers") return headerMapValue(c.response_headers);
   if (name == "trailers") return headerMapValue(c.response_trailers);
   if (name == "size") return scalar(std::to_string(c.response_body_bytes));
@@ -167,98 +190,117 @@ Value responseAttr(const PropertyContext& c, const std::string& name) {
     return scalar(std::to_string(n));
   }
   if (name == "backend_latency") {
-    if (!c.info.first_upstream_rx || !c.info.upstream_tx_start) return Value{};
+    if (!c.info.first_upstream_rx || !c.info.upstream_tx_start) return std::nullopt;
     return scalar(formatDuration(*c.info.first_upstream_rx - *c.info.upstream_tx_start));
   }
-  return Value{};
+  return std::nullopt;
 }
 
-Value addressAttr(const std::string& addr, const std::string& name) {
+std::optional<Value> addressAttr(const std::string& addr, const std::string& name) {
   std::string ip, port;
-  if (addr.empty() || !splitAddress(addr, &ip, &port)) return Value{};
+  if (addr.empty() || !splitAddress(addr, &ip, &port)) return std::nullopt;
   if (name == "address") return scalar(addr);
   if (name == "port") return scalar(port);
-  return Value{};
+  return std::nullopt;
 }
 
-Value topLevel(const PropertyContext& c, const std::string& root, const std::string& name,
-               bool* consumed_name) {
-  *consumed_name = true;
+// One attribute of a root map (context.cc: RequestWrapper, ResponseWrapper, PeerWrapper,
+// UpstreamWrapper, ConnectionWrapper, XDSWrapper operator[]).
+std::optional<Value> rootAttr(const PropertyContext& c, const std::string& root, const std::string& name) {
   if (root == "request") return requestAttr(c, name);
   if (root == "response") return responseAttr(c, name);
   if (root == "source") return addressAttr(c.info.downstream.remote_str, name);
   if (root == "destination") return addressAttr(c.info.downstream.local_str, name);
   if (root == "upstream") {
-    if (!c.info.upstream_remote_address) return Value{};
+    if (!c.info.upstream_remote_address) return std::nullopt;
     if (name == "address" || name == "port") return addressAttr(*c.info.upstream_remote_address, name);
     if (name == "local_address" && c.info.upstream_local_address) return scalar(*c.info.upstream_local_address);
-    return Value{};
+    return std::nullopt;
   }
   if (root == "connection") {
     if (name == "id") return scalar(std::to_string(c.info.downstream.id));
     if (name == "mtls") return scalar("false");
     if (name == "requested_server_name") return scalar("");
-    return Value{};
+    return std::nullopt;
   }
   if (root == "xds") {
     if (name == "route_name") return scalar(c.info.route_name);
     if (name == "virtual_host_name") return scalar(c.info.virtual_host_name);
     if (name == "filter_chain_name") return scalar(c.info.filter_chain_name);
     if (name == "cluster_name") {
-      if (!c.info.upstream_cluster) return Value{};
+      if (!c.info.upstream_cluster) return std::nullopt;
       return scalar(*c.info.upstream_cluster);
     }
-    return Value{};
+    return std::nullopt;
   }
-  *consumed_name = false;
-  if (root == "metadata") return scalar(proto::encodeMetadata(c.info.dynamic_metadata));
-  if (root == "filter_state") return Value{Value::Map, "", nullptr, &c.info.filter_state};
-  return Value{};
+  return std::nullopt;
+}
+
+// The top-level identifier (StreamActivation::FindValue, evaluator.cc:42-94). upstream_filter_state
+// is not tracked: not found.
+std::optional<Value> findValue(const PropertyContext& c, const std::string& name) {
+  if (name == "request" || name == "response" || name == "connection" || name == "upstream" ||
+      name == "source" || name == "destination" || name == "xds")
+    return rootMap(name);
+  // A message (the dynamic Metadata), serialized; its fields are not walked here.
+  if (name == "metadata") return scalar(proto::encodeMetadata(c.info.dynamic_metadata));
+  if (name == "filter_state") {
+    Value v;
+    v.kind = Value::Map;
+    v.strmap = &c.info.filter_state;
+    return v;
+  }
+  return std::nullopt;
+}
+
+// map[key] for the maps above.
+std::optional<Value> index(const PropertyContext& c, const Value& map, const std::string& key) {
+  if (!map.root.empty()) return rootAttr(c, map.root, key);
+  if (map.strmap) {
+    // FilterStateWrapper (context.cc:713-739): the key as given; a string object serializes as
+    // itself.
+    auto it = map.strmap->find(key);
+    if (it == map.strmap->end()) return std::nullopt;
+    return scalar(it->second);
+  }
+  if (map.is_headers) {
+    // HeadersWrapper: lower-cased, every value joined with ','.
+    if (!map.headers || key.empty()) return std::nullopt;
+    const std::string lkey = lowerCase(key);
+    if (!map.headers->get(lkey)) return std::nullopt;
+    return scalar(joinedHeader(*map.headers, lkey));
+  }
+  return std::nullopt;
 }
 
 } // namespace
 
-// GF:1561-1692: the path is split on '.'; the first part names the root, the next an attribute,
-// and a map attribute takes exactly one more part as its key.
-CAPIStatus getProperty(const PropertyContext& ctx, std::string_view path_in, std::string* out) {
-  std::vector<std::string> parts;
-  std::string path(path_in);
+// GF:1561-1645 getStringPropertyInternal, step for step: the path is cut at every '.' (a part
+// may be empty; a trailing '.' adds none); the first part names a top-level value, each further
+// part indexes the map reached so far (a scalar has no fields: not found). What the walk ends
+// on is then serialized (GF:1647-1692): a scalar is the answer, a map (a bare root,
+// request.headers, filter_state) or the initial null (the empty path) is SerializationFailure.
+CAPIStatus getProperty(const PropertyContext& ctx, std::string_view path, std::string* out) {
+  Value value; // the walk's initial CelValue: null
+  bool first = true;
   size_t start = 0;
   while (start < path.size()) {
     size_t end = path.find('.', start);
-    if (end == std::string::npos) end = path.size();
-    parts.push_back(path.substr(start, end - start));
+    if (end == std::string_view::npos) end = path.size();
+    const std::string part(path.substr(start, end - start));
     start = end + 1;
+    std::optional<Value> next;
+    if (first) {
+      first = false;
+      next = findValue(ctx, part);
+    } else if (value.kind == Value::Map) {
+      next = index(ctx, value, part);
+    }
+    if (!next) return CAPIValueNotFound;
+    value = std::move(*next);
   }
-  if (parts.empty()) return CAPIValueNotFound;
-  bool consumed = false;
-  Value v = topLevel(ctx, parts[0], parts.size() > 1 ? parts[1] : "", &consumed);
-  size_t next = consumed ? 2 : 1;
-  if (consumed && parts.size() < 2) {
-    // A bare root ("request") is a map in CEL.
-    return CAPISerializationFailure;
-  }
-  if (v.kind == Value::NotFound) return CAPIValueNotFound;
-  // filter_state keys may contain dots: the rest of the path is the key.
-  if (v.kind == Value::Map && v.strmap) {
-    if (next >= parts.size()) return CAPISerializationFailure;
-    std::string key = path.substr(path.find('.') + 1);
-    auto it = v.strmap->find(key);
-    if (it == v.strmap->end()) return CAPIValueNotFound;
-    *out = it->second;
-    return CAPIOK;
-  }
-  if (v.kind == Value::Map) {
-    if (next >= parts.size()) return CAPISerializationFailure;
-    if (next + 1 < parts.size()) return CAPIValueNotFound;
-    const std::string key = lowerCase(parts[next]);
-    if (!v.headers->get(key)) return CAPIValueNotFound;
-    *out = joinedHeader(*v.headers, key);
-    return CAPIOK;
-  }
-  // Scalars have no fields.
-  if (next < parts.size()) return CAPIValueNotFound;
-  *out = v.text;
+  if (value.kind != Value::Scalar) return CAPISerializationFailure;
+  *out = value.text;
   return CAPIOK;
 }
 

@@ -3,7 +3,7 @@
 // the host's StreamInfo and header maps. Formatting follows Envoy's serializeStringValue:
 // strings as-is, integers in decimal, bools true/false, timestamps RFC3339 UTC with
 // microseconds and "+00:00", durations like absl ("1.5s"), messages as serialized protobuf,
-// maps and lists -> SerializationFailure.
+// maps, lists and the empty path's null -> SerializationFailure.
 #pragma once
 #include <string>
 #include <string_view>

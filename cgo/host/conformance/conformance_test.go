@@ -10,13 +10,18 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/moeproxy/moe/shared/testing/echo"
 )
 
 // env is what the scenario tests share: one host with all listeners and three upstreams.
 type env struct {
-	h          *hostProc
-	a1, a2, b  *upstream
-	deadPort   int
+	h         *hostProc
+	a1, a2, b *echo.Server
+	deadPort  int
+	// strayPort is a closed loopback port that is no host of any cluster: an override host
+	// Envoy does not find in the cluster (tests talk to loopback only).
+	strayPort  int
 	idSeq      atomic.Int64
 	statPrefix string
 }
@@ -28,8 +33,10 @@ func newEnv(t *testing.T) *env {
 	findBinaries(t) // skip early, before starting upstreams
 	e := &env{a1: startUpstream(t, "a1"), a2: startUpstream(t, "a2"), b: startUpstream(t, "b")}
 	e.deadPort = freePort(t)
+	for e.strayPort = freePort(t); e.strayPort == e.deadPort; e.strayPort = freePort(t) {
+	}
 	e.h = startHost(t, hostSpec{tmpl: "main", listeners: mainListeners, data: map[string]any{
-		"A1": e.a1.port(), "A2": e.a2.port(), "B": e.b.port(), "Dead": e.deadPort,
+		"A1": e.a1.Port, "A2": e.a2.Port, "B": e.b.Port, "Dead": e.deadPort,
 	}})
 	return e
 }
@@ -90,14 +97,14 @@ func TestConformance(t *testing.T) {
 	})
 
 	t.Run("Passthrough", func(t *testing.T) {
-		r := h.must(t, req{listener: "passthrough", method: "POST", path: "/chunks?n=2&size=3&delay=20", body: "helloworld"})
+		r := h.must(t, req{listener: "passthrough", method: "POST", path: "/chunked?n=2&size=3&delay=20", body: "helloworld"})
 		if r.status != 200 || r.body != "aaabbb" {
 			t.Fatalf("got %d %q, want 200 aaabbb", r.status, r.body)
 		}
 		r = h.must(t, req{listener: "passthrough", method: "POST", path: "/echo", body: "helloworld"})
 		rep := decodeEcho(t, r)
-		if rep.Method != "POST" || rep.Body != "helloworld" || rep.Path != "/echo" {
-			t.Fatalf("upstream saw %s %s %q", rep.Method, rep.Path, rep.Body)
+		if rep.Method != "POST" || rep.Body != "helloworld" || rep.URI != "/echo" {
+			t.Fatalf("upstream saw %s %s %q", rep.Method, rep.URI, rep.Body)
 		}
 	})
 
@@ -112,7 +119,7 @@ func TestConformance(t *testing.T) {
 	})
 
 	t.Run("PluginNotFound", func(t *testing.T) {
-		r := h.must(t, req{listener: "unregistered", path: "/status/200"})
+		r := h.must(t, req{listener: "unregistered", path: "/status/200?body=status+200"})
 		if r.status != 200 || r.body != "status 200" {
 			t.Fatalf("got %d %q, want 200 'status 200'", r.status, r.body)
 		}
@@ -264,7 +271,7 @@ func testBasic(t *testing.T, e *env) {
 				t.Errorf("req-downstream-remote-address = %q, want 127.0.0.1:port", ra)
 			}
 			up := r.get("rsp-upstream-host")
-			if up != fmt.Sprintf("127.0.0.1:%d", e.a1.port()) && up != fmt.Sprintf("127.0.0.1:%d", e.a2.port()) {
+			if up != fmt.Sprintf("127.0.0.1:%d", e.a1.Port) && up != fmt.Sprintf("127.0.0.1:%d", e.a2.Port) {
 				t.Errorf("rsp-upstream-host = %q, want a backend_a endpoint", up)
 			}
 			if w := rep.header("req-worker-id"); w != "0" && w != "1" {
@@ -272,7 +279,7 @@ func testBasic(t *testing.T, e *env) {
 			}
 
 			// response body through Go
-			r = h.must(t, req{listener: "main", path: "/chunks?n=2&size=4&delay=10", headers: hdrs("x-test-mode", c.ctl["x-test-mode"],
+			r = h.must(t, req{listener: "main", path: "/chunked?n=2&size=4&delay=10", headers: hdrs("x-test-mode", c.ctl["x-test-mode"],
 				"x-test-sleep-ms", c.ctl["x-test-sleep-ms"], "x-test-data-sleep-ms", c.ctl["x-test-data-sleep-ms"], "x-test-ed-mode", "upper")})
 			if r.status != 200 || r.body != "AAAABBBB" {
 				t.Fatalf("response body through Go: %d %q, want 200 AAAABBBB", r.status, r.body)
@@ -439,7 +446,7 @@ func testDataBuffer(t *testing.T, e *env) {
 		} {
 			t.Run(c.name+"_"+mode, func(t *testing.T) {
 				id := e.id("enc")
-				r := h.must(t, req{listener: "main", path: "/chunks?n=3&size=3&delay=60", headers: hdrs("x-test-id", id, "x-test-mode", mode, "x-test-ed-mode", c.mode)})
+				r := h.must(t, req{listener: "main", path: "/chunked?n=3&size=3&delay=60", headers: hdrs("x-test-id", id, "x-test-mode", mode, "x-test-ed-mode", c.mode)})
 				if r.status != 200 || r.body != c.want {
 					t.Errorf("got %d %q, want 200 %q; Go saw %+v", r.status, r.body, c.want, dataEvents(h.events(t, id), "encode-data"))
 				}
@@ -447,7 +454,7 @@ func testDataBuffer(t *testing.T, e *env) {
 		}
 		t.Run("EncodeHeaderStopAndBuffer_"+mode, func(t *testing.T) {
 			id := e.id("ehsab")
-			r := h.must(t, req{listener: "main", path: "/chunks?n=3&size=3&delay=30", headers: hdrs("x-test-id", id, "x-test-mode", mode, "x-test-eh-ret", "StopAndBuffer", "x-test-ed-mode", "upper")})
+			r := h.must(t, req{listener: "main", path: "/chunked?n=3&size=3&delay=30", headers: hdrs("x-test-id", id, "x-test-mode", mode, "x-test-eh-ret", "StopAndBuffer", "x-test-ed-mode", "upper")})
 			if r.status != 200 || r.body != "AAABBBCCC" {
 				t.Errorf("got %d %q, want 200 AAABBBCCC", r.status, r.body)
 			}
@@ -502,14 +509,14 @@ func phaseRequest(phase string, ctl map[string]string) req {
 	case "encode-header":
 		r.path = "/text?body=bye"
 	case "encode-data":
-		r.path = "/chunks?n=2&size=3"
+		r.path = "/chunked?n=2&size=3"
 		r.headers = merge(ctl, "x-test-eh-ret", "StopAndBuffer") // hold the headers so a reply is still possible
 	case "encode-trailer":
 		// No body (a held data chunk would force the headers out before the trailers, see
 		// golang_filter.cc doTrailer), and the trailers arrive after Go handled the headers (if
 		// they arrived while Go was still in EncodeHeaders, continueStatusInternal would call
 		// doDataGo on a null data_buffer_: golang_filter.cc:436-441).
-		r.path = "/trailers?delay=150"
+		r.path = trailersPath("", 150)
 		r.headers = merge(ctl, "x-test-eh-ret", "StopAndBuffer")
 	}
 	return r
@@ -610,7 +617,7 @@ func testLocalReply(t *testing.T, e *env) {
 	// After the response headers were sent, a local reply cannot be sent: Envoy resets the stream
 	// (filter_manager.cc sendLocalReply: non_100_response_headers_encoded_ -> resetStream).
 	t.Run("encode-data_after_headers_sent", func(t *testing.T) {
-		r := h.do(t, req{listener: "main", path: "/chunks?n=3&size=3&delay=30", headers: hdrs("x-test-localreply", "encode-data")})
+		r := h.do(t, req{listener: "main", path: "/chunked?n=3&size=3&delay=30", headers: hdrs("x-test-localreply", "encode-data")})
 		if r.err == nil && r.status == 403 {
 			t.Fatalf("got a 403 local reply after the response headers were sent; want a reset")
 		}
@@ -743,19 +750,19 @@ func testAddData(t *testing.T, e *env) {
 			}
 		})
 		t.Run("AddDataInEncodeHeaders_"+mode, func(t *testing.T) {
-			r := h.must(t, req{listener: "main", path: "/status/200?empty=1", headers: hdrs("x-test-mode", mode, "x-test-adddata-eh", "foo")})
+			r := h.must(t, req{listener: "main", path: "/status/200?body=", headers: hdrs("x-test-mode", mode, "x-test-adddata-eh", "foo")})
 			if r.status != 200 || r.body != "foo" {
 				t.Errorf("got %d %q, want 200 foo", r.status, r.body)
 			}
 		})
 		t.Run("AddDataInEncodeTrailers_"+mode, func(t *testing.T) {
-			r := h.must(t, req{listener: "main", path: "/trailers?body=foo", headers: hdrs("x-test-mode", mode, "x-test-adddata-et", "bar")})
+			r := h.must(t, req{listener: "main", path: trailersPath("foo", 0), headers: hdrs("x-test-mode", mode, "x-test-adddata-et", "bar")})
 			if r.status != 200 || r.body != "foobar" {
 				t.Errorf("got %d %q, want 200 foobar", r.status, r.body)
 			}
 		})
 		t.Run("AddDataBufferAllDataAndAsync_"+mode, func(t *testing.T) {
-			r := h.must(t, req{listener: "main", path: "/trailers?body=foo", headers: hdrs("x-test-mode", mode, "x-test-adddata-et", "bar", "x-test-eh-ret", "StopAndBuffer")})
+			r := h.must(t, req{listener: "main", path: trailersPath("foo", 0), headers: hdrs("x-test-mode", mode, "x-test-adddata-et", "bar", "x-test-eh-ret", "StopAndBuffer")})
 			if r.status != 200 || r.body != "foobar" {
 				t.Errorf("got %d %q, want 200 foobar", r.status, r.body)
 			}
@@ -787,13 +794,13 @@ func testInjectData(t *testing.T, e *env) {
 		}
 	})
 	t.Run("InNonBufferedUpstreamResponse", func(t *testing.T) {
-		r := h.must(t, req{listener: "main", path: "/chunks?n=2&size=4&delay=50", headers: hdrs("x-test-ed-mode", "inject")})
+		r := h.must(t, req{listener: "main", path: "/chunked?n=2&size=4&delay=50", headers: hdrs("x-test-ed-mode", "inject")})
 		if r.status != 200 || r.body != "[aaaa][bbbb]" {
 			t.Errorf("got %d %q, want 200 [aaaa][bbbb]", r.status, r.body)
 		}
 	})
 	t.Run("InBufferedUpstreamResponse", func(t *testing.T) {
-		r := h.must(t, req{listener: "main", path: "/chunks?n=2&size=2&delay=20", headers: hdrs("x-test-ed-mode", "inject-stream", "x-test-eh-ret", "StopAndBuffer")})
+		r := h.must(t, req{listener: "main", path: "/chunked?n=2&size=2&delay=20", headers: hdrs("x-test-ed-mode", "inject-stream", "x-test-eh-ret", "StopAndBuffer")})
 		want := ""
 		for i := 0; i < 5; i++ {
 			want += fmt.Sprintf("part%d:aabb;", i)
@@ -838,7 +845,7 @@ func testBufferExceedLimit(t *testing.T, e *env) {
 			}
 		})
 		t.Run("EncodeHeader_500_"+mode, func(t *testing.T) {
-			r := h.must(t, req{listener: "smallbuf", path: "/chunks?n=4&size=100&delay=10", headers: hdrs("x-test-eh-ret", "StopAndBuffer", "x-test-mode", mode)})
+			r := h.must(t, req{listener: "smallbuf", path: "/chunked?n=4&size=100&delay=10", headers: hdrs("x-test-eh-ret", "StopAndBuffer", "x-test-mode", mode)})
 			if r.status != 500 || r.body != "Internal Server Error" {
 				t.Errorf("got %d %q, want 500 %q", r.status, r.body, "Internal Server Error")
 			}
@@ -945,7 +952,7 @@ func testRouteCache(t *testing.T, e *env) {
 				t.Errorf("got %d, want 404 (no route after clearing the cache)", r.status)
 			}
 			r = h.must(t, req{listener: "main", host: "strict.com", path: "/strict/x", headers: hdrs("x-test-mode", mode, "x-test-set-header", ":path=/elsewhere")})
-			if r.status != 200 || decodeEcho(t, r).Path != "/elsewhere" {
+			if r.status != 200 || decodeEcho(t, r).URI != "/elsewhere" {
 				t.Errorf("without clearing: got %d %q, want 200 via the cached route with path /elsewhere", r.status, r.body)
 			}
 		})
@@ -963,6 +970,24 @@ func testProperty(t *testing.T, e *env) {
 		"source.address", "source.port", "destination.address", "destination.port",
 		"xds.route_name", "xds.cluster_name", "xds.virtual_host_name", "request.nonexistent", "request.headers",
 		"upstream.address"}
+	// Paths Envoy's walk (golang_filter.cc getStringPropertyInternal) treats specially: it cuts at
+	// every '.', a trailing '.' adds no part, an empty part is an unknown name, and the empty
+	// path never leaves the initial null CelValue, which serializeStringValue refuses.
+	parsing := map[string]string{
+		"":                              "ERR:serialization failure",
+		".":                             "ERR:value not found",
+		".request":                      "ERR:value not found",
+		"request.":                      "ERR:serialization failure", // the request map
+		"request..path":                 "ERR:value not found",
+		"request.path.":                 "/property?a=1",
+		"request.path.more":             "ERR:value not found", // a string has no fields
+		"request.headers.x-custom.more": "ERR:value not found",
+		"xds":                           "ERR:serialization failure",
+		"nosuchroot":                    "ERR:value not found",
+	}
+	for k := range parsing {
+		props = append(props, k)
+	}
 	for _, mode := range modes() {
 		t.Run(mode, func(t *testing.T) {
 			r := h.must(t, req{listener: "main", method: "POST", path: "/property?a=1", body: "helloworld",
@@ -1001,7 +1026,12 @@ func testProperty(t *testing.T, e *env) {
 					t.Errorf("GetProperty(%q) = %q, want %q", k, got, want)
 				}
 			}
-			if got := p("upstream.address"); got != fmt.Sprintf("127.0.0.1:%d", e.a1.port()) && got != fmt.Sprintf("127.0.0.1:%d", e.a2.port()) {
+			for k, want := range parsing {
+				if got := p(k); got != want {
+					t.Errorf("GetProperty(%q) = %q, want %q (Envoy's path walk)", k, got, want)
+				}
+			}
+			if got := p("upstream.address"); got != fmt.Sprintf("127.0.0.1:%d", e.a1.Port) && got != fmt.Sprintf("127.0.0.1:%d", e.a2.Port) {
 				t.Errorf("upstream.address = %q, want a backend_a endpoint", got)
 			}
 			if got := p("source.address"); !strings.HasPrefix(got, "127.0.0.1:") {
@@ -1025,13 +1055,13 @@ func testProperty(t *testing.T, e *env) {
 func testAccessLog(t *testing.T, e *env) {
 	h := e.h
 	id := e.id("log")
-	r := h.must(t, req{listener: "main", method: "POST", path: "/trailers?body=goodbye", body: "helloworld",
+	r := h.must(t, req{listener: "main", method: "POST", path: trailersPath("goodbye", 0), body: "helloworld",
 		trailers: map[string]string{"x-trailer": "foo"}, headers: hdrs("x-test-id", id)})
 	if r.status != 200 || r.body != "goodbye" || r.trailer.Get("x-trailer") != "bar" {
 		t.Fatalf("got %d %q trailers %v", r.status, r.body, r.trailer)
 	}
 	ev := h.waitEvents(t, id, 5*time.Second, func(ev []string) bool { return hasEvent(ev, "destroy") })
-	want := "log path=/trailers?body=goodbye req-trailer=foo resp-status=200 resp-trailer=bar code=200 prop-code=200 details=via_upstream size=7"
+	want := "log path=" + trailersPath("goodbye", 0) + " req-trailer=foo resp-status=200 resp-trailer=bar code=200 prop-code=200 details=via_upstream size=7"
 	i := eventIndex(ev, "log ")
 	if i < 0 || ev[i] != want {
 		t.Errorf("OnLog saw %q, want %q; events:\n%s", safeIdx(ev, i), want, strings.Join(ev, "\n"))
@@ -1136,9 +1166,19 @@ func testFilterState(t *testing.T, e *env) {
 	h := e.h
 	for _, c := range []map[string]string{hdrs(), hdrs("x-test-mode", "async"), hdrs("x-test-reader-mode", "async")} {
 		t.Run("mode="+c["x-test-mode"]+c["x-test-reader-mode"], func(t *testing.T) {
-			r := h.must(t, req{listener: "main", path: "/echo", headers: merge(c, "x-test-filterstate", "1", "x-test-reader", "1", "x-test-properties", "filter_state.conf.key")})
-			if got := r.get("x-prop-filter_state.conf.key"); got != "fs-value" {
-				t.Errorf("GetProperty(filter_state.conf.key) = %q, want fs-value", got)
+			r := h.must(t, req{listener: "main", path: "/echo", headers: merge(c, "x-test-filterstate", "1", "x-test-reader", "1",
+				"x-test-properties", "filter_state.conf_key,filter_state.conf.key,filter_state,filter_state.conf_key.x")})
+			// GetProperty cuts the path at every '.' (golang_filter.cc getStringPropertyInternal), so
+			// a key with a dot is out of its reach: filter_state.conf.key looks up "conf".
+			for k, want := range map[string]string{
+				"filter_state.conf_key":   "fs-value",
+				"filter_state.conf.key":   "ERR:value not found",
+				"filter_state":            "ERR:serialization failure",
+				"filter_state.conf_key.x": "ERR:value not found",
+			} {
+				if got := r.get("x-prop-" + k); got != want {
+					t.Errorf("GetProperty(%s) = %q, want %q", k, got, want)
+				}
 			}
 			rep := decodeEcho(t, r)
 			if got := rep.header("x-filterstate-self"); got != "fs-value" {
@@ -1192,9 +1232,11 @@ func testSecrets(t *testing.T, e *env) {
 
 func testOverrideHost(t *testing.T, e *env) {
 	h := e.h
-	a2 := fmt.Sprintf("127.0.0.1:%d", e.a2.port())
-	a1 := fmt.Sprintf("127.0.0.1:%d", e.a1.port())
+	a2 := fmt.Sprintf("127.0.0.1:%d", e.a2.Port)
+	a1 := fmt.Sprintf("127.0.0.1:%d", e.a1.Port)
 	dead := fmt.Sprintf("127.0.0.1:%d", e.deadPort)
+	// Not a host of any cluster. Closed, so an override that wrongly took effect shows as a 503.
+	stray := fmt.Sprintf("127.0.0.1:%d", e.strayPort)
 	for _, mode := range modes() {
 		t.Run("SetUpstreamOverrideHost_"+mode, func(t *testing.T) {
 			for i := 0; i < 6; i++ {
@@ -1217,7 +1259,7 @@ func testOverrideHost(t *testing.T, e *env) {
 			}
 		})
 		t.Run("SetUpstreamOverrideHost_InvalidHost_NotFound_"+mode, func(t *testing.T) {
-			r := h.must(t, req{listener: "main", path: "/echo", headers: hdrs("x-test-mode", mode, "x-test-override-host", "200.0.0.1:8080")})
+			r := h.must(t, req{listener: "main", path: "/echo", headers: hdrs("x-test-mode", mode, "x-test-override-host", stray)})
 			if r.status != 200 {
 				t.Errorf("got %d, want 200 (host not in the cluster, not strict: normal load balancing)", r.status)
 			}
@@ -1232,13 +1274,13 @@ func testOverrideHost(t *testing.T, e *env) {
 	// Strict only survives on the worker thread: the posted (async) path drops it (golang_filter.cc
 	// setUpstreamOverrideHost), so strict is checked in sync mode only.
 	t.Run("SetUpstreamOverrideHost_InvalidHost_Strict_NotFound_async_strict_dropped", func(t *testing.T) {
-		r := h.must(t, req{listener: "main", path: "/echo", headers: hdrs("x-test-mode", "async", "x-test-override-host", "200.0.0.1:8080", "x-test-override-strict", "true")})
+		r := h.must(t, req{listener: "main", path: "/echo", headers: hdrs("x-test-mode", "async", "x-test-override-host", stray, "x-test-override-strict", "true")})
 		if r.status != 200 {
 			t.Errorf("got %d, want 200: from a goroutine the posted override uses strict=false (golang_filter.cc setUpstreamOverrideHost)", r.status)
 		}
 	})
 	t.Run("SetUpstreamOverrideHost_InvalidHost_Strict_NotFound", func(t *testing.T) {
-		r := h.must(t, req{listener: "main", path: "/echo", headers: hdrs("x-test-override-host", "200.0.0.1:8080", "x-test-override-strict", "true")})
+		r := h.must(t, req{listener: "main", path: "/echo", headers: hdrs("x-test-override-host", stray, "x-test-override-strict", "true")})
 		if r.status != 503 {
 			t.Errorf("got %d, want 503 (strict override to a host not in the cluster)", r.status)
 		}
@@ -1287,7 +1329,7 @@ func testTrailers(t *testing.T, e *env) {
 	h := e.h
 	for _, mode := range modes() {
 		t.Run(mode, func(t *testing.T) {
-			r := h.must(t, req{listener: "main", method: "POST", path: "/trailers?body=resp", body: "req",
+			r := h.must(t, req{listener: "main", method: "POST", path: trailersPath("resp", 0), body: "req",
 				trailers: map[string]string{"x-trailer": "foo"}, headers: hdrs("x-test-mode", mode, "x-test-basic", "1")})
 			if r.status != 200 || r.body != "resp" {
 				t.Fatalf("got %d %q", r.status, r.body)
@@ -1370,7 +1412,7 @@ func testClientDisconnect(t *testing.T, e *env) {
 	t.Run("WhileWaitingForSlowUpstream", func(t *testing.T) {
 		id := e.id("slowdisc")
 		rc := h.dial(t, "main")
-		rc.write("GET /slow?ms=1500 HTTP/1.1\r\nhost: test.com\r\nx-test-mode: async\r\nx-test-id: " + id + "\r\n\r\n")
+		rc.write("GET /delay/1500 HTTP/1.1\r\nhost: test.com\r\nx-test-mode: async\r\nx-test-id: " + id + "\r\n\r\n")
 		h.waitEvents(t, id, 5*time.Second, func(ev []string) bool { return hasEvent(ev, "decode-header") })
 		time.Sleep(200 * time.Millisecond)
 		rc.c.Close()
@@ -1381,8 +1423,8 @@ func testClientDisconnect(t *testing.T, e *env) {
 		h.alive(t)
 	})
 	t.Run("SlowUpstreamAsync", func(t *testing.T) {
-		r := h.must(t, req{listener: "main", path: "/slow?ms=300", headers: hdrs("x-test-mode", "async", "x-test-ed-mode", "upper")})
-		if r.status != 200 || !strings.Contains(r.body, `"PATH":"/SLOW?MS=300"`) {
+		r := h.must(t, req{listener: "main", path: "/delay/300", headers: hdrs("x-test-mode", "async", "x-test-ed-mode", "upper")})
+		if r.status != 200 || !strings.Contains(r.body, `"URI":"/DELAY/300"`) {
 			t.Errorf("got %d %q", r.status, r.body)
 		}
 	})

@@ -47,7 +47,7 @@ func testHeaderInjection(t *testing.T, e *env) {
 			// Response trailers.
 			for _, which := range []string{"resp-trailer-value", "resp-trailer-key"} {
 				rc := h.dial(t, "main")
-				rc.write("GET /trailers?body=resp HTTP/1.1\r\nhost: test.com\r\nx-test-mode: " + mode + "\r\nx-test-crlf: " + which + "\r\n\r\n")
+				rc.write("GET " + trailersPath("resp", 0) + " HTTP/1.1\r\nhost: test.com\r\nx-test-mode: " + mode + "\r\nx-test-crlf: " + which + "\r\n\r\n")
 				res, body, err := rc.readResponse("GET")
 				if err != nil {
 					t.Fatalf("%s: reading the response: %v", which, err)
@@ -71,7 +71,7 @@ func testHeaderInjection(t *testing.T, e *env) {
 }
 
 func upstreamRequests(e *env) int64 {
-	return e.a1.requests.Load() + e.a2.requests.Load() + e.b.requests.Load()
+	return e.a1.Requests.Load() + e.a2.Requests.Load() + e.b.Requests.Load()
 }
 
 // testHeaderNameChars: a request header name that is not an RFC 7230 token is a 400, as Envoy's

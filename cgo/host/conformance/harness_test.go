@@ -2,9 +2,10 @@
 // bootstrap YAMLs rendered from testdata/*.yaml.tmpl, loads out/libconformance.so (the plugins in
 // ./plugins), and checks over real HTTP that the host behaves like Envoy's golang filter.
 //
-// Nothing is built here. The Makefile builds out/moe-host, out/moectl and out/libconformance.so.
+// The host is started through shared/testing/hosttest (the one way tests start moe-host), which
+// builds the binaries it runs (make -s out/<name>) and stops and checks the host at the end.
 //
-//	MOE_OUT           directory with the binaries (default <repo>/out)
+//	MOE_OUT           directory with the binaries, taken as they are (default <repo>/out, built)
 //	MOE_HOST_BIN      host binary (default $MOE_OUT/moe-host; the sanitizer run uses moe-host-asan)
 //	MOE_REQUIRE_HOST  1: missing binaries fail the tests instead of skipping them
 package conformance
@@ -19,123 +20,65 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
-	"text/template"
 	"time"
 
 	"github.com/moeproxy/moe/shared/testing/hosttest"
 )
 
 type binaries struct {
-	out, host, moectl, lib string
+	host, moectl, lib string
 }
 
-// findBinaries locates the host, moectl and the plugin library through shared/testing/hosttest
-// (MOE_OUT, MOE_HOST_BIN), skipping (or failing when MOE_REQUIRE_HOST=1) when one is missing.
+// findBinaries builds (or, with MOE_OUT, locates) the host, moectl and the plugin library
+// through shared/testing/hosttest, skipping (or failing when MOE_REQUIRE_HOST=1) when one is
+// missing.
 func findBinaries(t testing.TB) binaries {
 	t.Helper()
-	abs := func(p string) string { a, _ := filepath.Abs(p); return a }
 	return binaries{
-		out:    abs(hosttest.OutDir(t)),
-		host:   abs(hosttest.Require(t, "moe-host")),
-		moectl: abs(hosttest.Require(t, "moectl")),
-		lib:    abs(hosttest.Require(t, "libconformance.so")),
+		host:   hosttest.Require(t, "moe-host"),
+		moectl: hosttest.Require(t, "moectl"),
+		lib:    hosttest.Require(t, "libconformance.so"),
 	}
 }
 
 func freePort(t testing.TB) int { return hosttest.FreePort(t) }
 
-// lockedBuffer collects the host's output.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.buf.Len() > 64<<20 { // bound memory; keep the head, which has the startup errors
-		return len(p), nil
-	}
-	return l.buf.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
-// hostProc is one running moe-host.
+// hostProc is one running moe-host (hosttest.Host) with the suite's HTTP client.
 type hostProc struct {
-	t       testing.TB
-	bins    binaries
-	cmd     *exec.Cmd
-	output  *lockedBuffer
-	admin   int
-	ports   map[string]int
-	exited  chan struct{}
-	waitErr error
-	client  *http.Client
-	stopped bool
-	yaml    string
+	*hosttest.Host
+	t      testing.TB
+	ports  map[string]int
+	client *http.Client
 }
 
 // hostSpec describes a host to start: template name (testdata/<tmpl>.yaml.tmpl), listener names
-// that need ports, and extra template data.
+// that need ports, and extra template data ({{.Library}}, {{.AdminPort}} and {{.Ports.<name>}}
+// come from hosttest).
 type hostSpec struct {
 	tmpl      string
 	listeners []string
 	data      map[string]any
+	// allowNonLoopback: the test makes the loopback guard refuse on purpose.
+	allowNonLoopback bool
 }
-
-var sanitizerMarkers = []string{"AddressSanitizer", "LeakSanitizer", "runtime error", "ThreadSanitizer", "UndefinedBehaviorSanitizer"}
 
 func startHost(t testing.TB, spec hostSpec) *hostProc {
 	t.Helper()
-	b := findBinaries(t)
-	h := &hostProc{t: t, bins: b, output: &lockedBuffer{}, ports: map[string]int{}, exited: make(chan struct{})}
-	h.admin = freePort(t)
-	for _, l := range spec.listeners {
-		h.ports[l] = freePort(t)
-	}
-	data := map[string]any{"Lib": b.lib, "AdminPort": h.admin, "Ports": h.ports}
-	for k, v := range spec.data {
-		data[k] = v
-	}
-	tmplPath := filepath.Join("testdata", spec.tmpl+".yaml.tmpl")
-	tmpl, err := template.New(filepath.Base(tmplPath)).Option("missingkey=error").ParseFiles(tmplPath)
+	raw, err := os.ReadFile(filepath.Join("testdata", spec.tmpl+".yaml.tmpl"))
 	if err != nil {
-		t.Fatalf("template %s: %v", tmplPath, err)
+		t.Fatalf("template: %v", err)
 	}
-	var rendered bytes.Buffer
-	if err := tmpl.Execute(&rendered, data); err != nil {
-		t.Fatalf("render %s: %v", tmplPath, err)
-	}
-	h.yaml = rendered.String()
-	cfg := filepath.Join(t.TempDir(), spec.tmpl+".yaml")
-	if err := os.WriteFile(cfg, rendered.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-
-	t.Logf("starting %s -c %s --concurrency 2 -l info", b.host, cfg)
-	h.cmd = exec.Command(b.host, "-c", cfg, "--concurrency", "2", "-l", "info")
-	h.cmd.Env = append(os.Environ(), "MOE_MOECTL="+b.moectl)
-	h.cmd.Stdout = h.output
-	h.cmd.Stderr = h.output
-	if err := h.cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", b.host, err)
-	}
-	go func() {
-		h.waitErr = h.cmd.Wait()
-		close(h.exited)
-	}()
+	host := hosttest.Start(t, string(raw), hosttest.Vars(spec.data), hosttest.Options{
+		Library:          "libconformance.so",
+		Listeners:        spec.listeners,
+		ConfigName:       spec.tmpl + ".yaml",
+		AllowNonLoopback: spec.allowNonLoopback,
+	})
+	h := &hostProc{Host: host, t: t, ports: host.Ports}
 	h.client = &http.Client{
 		Timeout: 15 * time.Second,
 		Transport: &http.Transport{
@@ -146,49 +89,10 @@ func startHost(t testing.TB, spec hostSpec) *hostProc {
 		},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
-	t.Cleanup(func() { h.stop() })
-
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		select {
-		case <-h.exited:
-			h.stopped = true // reported here, not again in stop()
-			t.Fatalf("moe-host exited during startup (%v); config:\n%s\noutput:\n%s", h.waitErr, h.yaml, tail(h.output.String(), 6000))
-		default:
-		}
-		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/ready", h.admin))
-		if err == nil {
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("moe-host not ready on admin /ready after 30s; output:\n%s", tail(h.output.String(), 6000))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	// the listeners must accept too
-	for name, p := range h.ports {
-		if !waitDial(p, 10*time.Second) {
-			t.Fatalf("listener %s on port %d not accepting; output:\n%s", name, p, tail(h.output.String(), 4000))
-		}
-	}
+	// Registered after the host's cleanup, so it runs first: no idle client connection is
+	// left when the host drains.
+	t.Cleanup(h.client.CloseIdleConnections)
 	return h
-}
-
-func waitDial(port int, d time.Duration) bool {
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second)
-		if err == nil {
-			c.Close()
-			return true
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return false
 }
 
 func tail(s string, n int) string {
@@ -198,61 +102,10 @@ func tail(s string, n int) string {
 	return "...\n" + s[len(s)-n:]
 }
 
-// stop sends SIGTERM, requires exit code 0 within the bound, and scans the output for sanitizer
-// reports. Runs once (also from t.Cleanup).
-func (h *hostProc) stop() {
-	if h.stopped {
-		return
-	}
-	h.stopped = true
-	h.client.CloseIdleConnections()
-	select {
-	case <-h.exited:
-		h.t.Errorf("moe-host exited before the end of the test: %v\noutput:\n%s", h.waitErr, tail(h.output.String(), 8000))
-		return
-	default:
-	}
-	_ = h.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-h.exited:
-	case <-time.After(20 * time.Second):
-		_ = h.cmd.Process.Kill()
-		<-h.exited
-		h.t.Errorf("moe-host did not exit within 20s of SIGTERM\noutput:\n%s", tail(h.output.String(), 8000))
-		return
-	}
-	if h.waitErr != nil {
-		h.t.Errorf("moe-host exit after SIGTERM: %v (want exit code 0)\noutput:\n%s", h.waitErr, tail(h.output.String(), 8000))
-	}
-	h.checkSanitizers()
-}
-
-func (h *hostProc) checkSanitizers() {
-	out := h.output.String()
-	for _, m := range sanitizerMarkers {
-		if i := strings.Index(out, m); i >= 0 {
-			start := i - 2000
-			if start < 0 {
-				start = 0
-			}
-			end := i + 6000
-			if end > len(out) {
-				end = len(out)
-			}
-			h.t.Errorf("moe-host output contains %q:\n%s", m, out[start:end])
-			return
-		}
-	}
-}
-
 // alive fails the test if the host has exited.
 func (h *hostProc) alive(t testing.TB) {
 	t.Helper()
-	select {
-	case <-h.exited:
-		t.Fatalf("moe-host has exited: %v\noutput:\n%s", h.waitErr, tail(h.output.String(), 8000))
-	default:
-	}
+	h.Alive(t)
 }
 
 func (h *hostProc) addr(listener string) string {
@@ -362,7 +215,7 @@ func (h *hostProc) must(t testing.TB, r req) *resp {
 // stats returns the admin /stats counters and gauges as name -> value.
 func (h *hostProc) stats(t testing.TB) map[string]int64 {
 	t.Helper()
-	res, err := h.client.Get(fmt.Sprintf("http://127.0.0.1:%d/stats", h.admin))
+	res, err := h.client.Get(h.AdminURL + "/stats")
 	if err != nil {
 		t.Fatalf("admin /stats: %v", err)
 	}
@@ -389,7 +242,7 @@ func (h *hostProc) stats(t testing.TB) map[string]int64 {
 // adminGet returns the body of an admin endpoint (200 required).
 func (h *hostProc) adminGet(t testing.TB, path string) string {
 	t.Helper()
-	res, err := h.client.Get(fmt.Sprintf("http://127.0.0.1:%d%s", h.admin, path))
+	res, err := h.client.Get(h.AdminURL + path)
 	if err != nil {
 		t.Fatalf("admin %s: %v", path, err)
 	}
@@ -403,7 +256,7 @@ func (h *hostProc) adminGet(t testing.TB, path string) string {
 
 func (h *hostProc) ready(t testing.TB) int {
 	t.Helper()
-	res, err := h.client.Get(fmt.Sprintf("http://127.0.0.1:%d/ready", h.admin))
+	res, err := h.client.Get(h.AdminURL + "/ready")
 	if err != nil {
 		t.Fatalf("admin /ready: %v", err)
 	}

@@ -14,7 +14,7 @@ func TestAccessLogDownstreamStart(t *testing.T) {
 	a1 := startUpstream(t, "a1")
 	// The events are queried through this host's own conf filter: give the query listener the
 	// name the helpers use.
-	h := startHost(t, hostSpec{tmpl: "logstart", listeners: []string{"main"}, data: map[string]any{"A1": a1.port()}})
+	h := startHost(t, hostSpec{tmpl: "logstart", listeners: []string{"main"}, data: map[string]any{"A1": a1.Port}})
 	for i, ref := range []string{"r", "r2"} {
 		id := "logstart-" + ref
 		r := h.must(t, req{listener: "main", method: "POST", path: "/test", body: "x", headers: hdrs("x-test-id", id, "referer", ref)})
@@ -35,10 +35,10 @@ func TestAccessLogDownstreamStart(t *testing.T) {
 func TestAccessLogDownstreamPeriodic(t *testing.T) {
 	findBinaries(t)
 	a1 := startUpstream(t, "a1")
-	h := startHost(t, hostSpec{tmpl: "logstart", listeners: []string{"main"}, data: map[string]any{"A1": a1.port()}})
+	h := startHost(t, hostSpec{tmpl: "logstart", listeners: []string{"main"}, data: map[string]any{"A1": a1.Port}})
 	id := "logperiodic-1"
 	// The upstream holds the response for 450 ms: at a 100 ms interval that is ~4 periodic logs.
-	r := h.must(t, req{listener: "main", method: "GET", path: "/slow?ms=450", headers: hdrs("x-test-id", id)})
+	r := h.must(t, req{listener: "main", method: "GET", path: "/delay/450", headers: hdrs("x-test-id", id)})
 	if r.status != 200 {
 		t.Fatalf("status %d", r.status)
 	}

@@ -127,13 +127,13 @@ func testLargeBodies(t *testing.T, e *env) {
 			}
 		})
 		t.Run("ResponseWatermark_"+mode, func(t *testing.T) {
-			r := h.must(t, req{listener: "main", path: fmt.Sprintf("/large?bytes=%d", big), headers: hdrs("x-test-mode", mode, "x-test-ed-mode", "watermark")})
+			r := h.must(t, req{listener: "main", path: fmt.Sprintf("/bytes/%d", big), headers: hdrs("x-test-mode", mode, "x-test-ed-mode", "watermark")})
 			if r.status != 200 || len(r.body) != big || sum([]byte(r.body)) != sum(upper) {
 				t.Errorf("got %d with %d bytes, want 200 with %d upper-cased bytes (StopAndBufferWatermark holds, then forwards everything)", r.status, len(r.body), big)
 			}
 		})
 		t.Run("ResponseStreamingUpper_"+mode, func(t *testing.T) {
-			r := h.must(t, req{listener: "main", path: fmt.Sprintf("/large?bytes=%d", big), headers: hdrs("x-test-mode", mode, "x-test-ed-mode", "upper")})
+			r := h.must(t, req{listener: "main", path: fmt.Sprintf("/bytes/%d", big), headers: hdrs("x-test-mode", mode, "x-test-ed-mode", "upper")})
 			if r.status != 200 || len(r.body) != big || sum([]byte(r.body)) != sum(upper) {
 				t.Errorf("got %d with %d bytes, want 200 with %d upper-cased bytes", r.status, len(r.body), big)
 			}
@@ -202,7 +202,7 @@ func testLargeBodies(t *testing.T, e *env) {
 				}
 				return
 			}
-			r = h.must(t, req{listener: "main", path: fmt.Sprintf("/large?bytes=%d", n), headers: hdrs("x-test-mode", "async", "x-test-data-sleep-ms", "10", "x-test-ed-mode", "upper")})
+			r = h.must(t, req{listener: "main", path: fmt.Sprintf("/bytes/%d", n), headers: hdrs("x-test-mode", "async", "x-test-data-sleep-ms", "10", "x-test-ed-mode", "upper")})
 			if r.status != 200 || r.body != string(upper[:n]) {
 				t.Errorf("got %d with %d bytes, want 200 with %d upper-cased bytes", r.status, len(r.body), n)
 			}
@@ -213,7 +213,7 @@ func testLargeBodies(t *testing.T, e *env) {
 		if rep := decodeEcho(t, r); rep.Body != string(body) {
 			t.Errorf("passthrough request body corrupted: %d bytes", len(rep.Body))
 		}
-		r = h.must(t, req{listener: "passthrough", path: fmt.Sprintf("/large?bytes=%d", big)})
+		r = h.must(t, req{listener: "passthrough", path: fmt.Sprintf("/bytes/%d", big)})
 		if sum([]byte(r.body)) != sum(body) {
 			t.Errorf("passthrough response body corrupted: %d bytes", len(r.body))
 		}
@@ -368,10 +368,10 @@ func testLogging(t *testing.T, e *env) {
 		t.Fatalf("status %d", r.status)
 	}
 	deadline := time.Now().Add(3 * time.Second)
-	for !strings.Contains(h.output.String(), "conformance-warn "+marker) && time.Now().Before(deadline) {
+	for !strings.Contains(h.Output(), "conformance-warn "+marker) && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
-	out := h.output.String()
+	out := h.Output()
 	for _, want := range []string{"conformance-info " + marker, "conformance-warn " + marker} {
 		if !strings.Contains(out, want) {
 			t.Errorf("host output lacks %q", want)

@@ -135,7 +135,7 @@ func TestStress1000(t *testing.T) {
 					return
 				}
 				rep, err := parseEcho(r.body)
-				if err != nil || rep.Body != strings.ToUpper(body) || rep.Path != fmt.Sprintf("/echo/%d", i) {
+				if err != nil || rep.Body != strings.ToUpper(body) || rep.URI != fmt.Sprintf("/echo/%d", i) {
 					fail("request %d (kind %d): upstream saw %+v (err %v)", i, k, rep, err)
 					return
 				}

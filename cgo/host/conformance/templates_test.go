@@ -27,7 +27,7 @@ func TestTemplatesCompile(t *testing.T) {
 			for _, l := range mainListeners {
 				ports[l] = 20000 + len(ports)
 			}
-			data := map[string]any{"Lib": b.lib, "AdminPort": 19999, "Ports": ports, "A1": 18001, "A2": 18002, "B": 18003, "Dead": 18004}
+			data := map[string]any{"Library": b.lib, "AdminPort": 19999, "Ports": ports, "A1": 18001, "A2": 18002, "B": 18003, "Dead": 18004}
 			tmpl, err := template.New(filepath.Base(p)).Option("missingkey=error").ParseFiles(p)
 			if err != nil {
 				t.Fatal(err)

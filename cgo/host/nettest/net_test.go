@@ -1,6 +1,11 @@
 // Package nettest drives out/moe-host-netonly (moe-host's network side with a stub connection
 // manager that proxies everything to the first cluster) with real HTTP/1.1 traffic: framing in
 // both directions, trailers, keep-alive and pool reuse, codec errors, admin, graceful stop.
+//
+// The host is started through shared/testing/hosttest (Options.Binary "moe-host-netonly", a
+// compiled JSON bootstrap; $MOE_NETONLY_BIN replaces the binary). The upstream is the project's
+// echo upstream (shared/testing/echo); raw-socket upstreams stand in where a test needs one to
+// misbehave.
 package nettest
 
 import (
@@ -13,11 +18,7 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,112 +26,30 @@ import (
 	"syscall"
 	"testing"
 	"time"
-)
 
-// hostBinary is out/moe-host-netonly relative to this file's directory, or $MOE_NETONLY_BIN
-// (e.g. out/moe-host-netonly-asan).
-func hostBinary(t *testing.T) string {
-	t.Helper()
-	if bin := os.Getenv("MOE_NETONLY_BIN"); bin != "" {
-		return bin
-	}
-	_, file, _, _ := runtime.Caller(0)
-	bin := filepath.Join(filepath.Dir(file), "..", "..", "..", "out", "moe-host-netonly")
-	if _, err := os.Stat(bin); err != nil {
-		if os.Getenv("MOE_REQUIRE_HOST") != "" {
-			t.Fatalf("%s missing (build it with make -C cgo/host netonly): %v", bin, err)
-		}
-		t.Skipf("%s missing; run make -C cgo/host netonly", bin)
-	}
-	return bin
-}
+	"github.com/moeproxy/moe/shared/testing/echo"
+	"github.com/moeproxy/moe/shared/testing/hosttest"
+)
 
 // ---------------------------------------------------------------------------------------------
 // Upstream
 // ---------------------------------------------------------------------------------------------
 
-type upstream struct {
-	addr     string
-	port     int
-	conns    atomic.Int64 // TCP connections accepted
-	lastReq  atomic.Value // *http.Request headers seen last (http.Header)
-	lastTE   atomic.Value // []string TransferEncoding of the last request
-	hangs    atomic.Int64 // /hang requests whose client (moe-host) went away
-	listener net.Listener
+// startUpstream is the echo upstream: most paths answer the echo.Echoed JSON of the request
+// (what the upstream received: headers, framing, body, trailers), /mirror the body itself.
+func startUpstream(t *testing.T) *echo.Server {
+	t.Helper()
+	return echo.Start(t, "backend")
 }
 
-func startUpstream(t *testing.T) *upstream {
+// echoed decodes an echo upstream answer.
+func echoed(t *testing.T, body string) echo.Echoed {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	var e echo.Echoed
+	if err := json.Unmarshal([]byte(body), &e); err != nil {
+		t.Fatalf("not an echo upstream answer: %v: %q", err, body)
 	}
-	u := &upstream{addr: ln.Addr().String(), port: ln.Addr().(*net.TCPAddr).Port, listener: ln}
-	mux := http.NewServeMux()
-	record := func(r *http.Request) {
-		u.lastReq.Store(r.Header.Clone())
-		u.lastTE.Store(append([]string{}, r.TransferEncoding...))
-	}
-	// /echo: echoes the body; x-chunked-response: 1 streams it back without content-length.
-	mux.HandleFunc("/echo", func(w http.ResponseWriter, r *http.Request) {
-		record(r)
-		body, err := io.ReadAll(r.Body)
-		if err != nil {
-			http.Error(w, err.Error(), 500)
-			return
-		}
-		w.Header().Set("x-upstream-host", r.Host)
-		w.Header().Set("x-request-length", strconv.Itoa(len(body)))
-		for k, v := range r.Trailer {
-			w.Header().Set("x-got-trailer-"+strings.ToLower(k), strings.Join(v, ","))
-		}
-		if r.Header.Get("x-chunked-response") != "" {
-			f := w.(http.Flusher)
-			for off := 0; off < len(body); off += 64 * 1024 {
-				end := min(off+64*1024, len(body))
-				w.Write(body[off:end])
-				f.Flush()
-			}
-			return
-		}
-		w.Header().Set("content-length", strconv.Itoa(len(body)))
-		w.Write(body)
-	})
-	mux.HandleFunc("/trailers", func(w http.ResponseWriter, r *http.Request) {
-		record(r)
-		w.Header().Set("Trailer", "X-Trailer-A, X-Trailer-B")
-		w.Write([]byte("body-with-trailers"))
-		w.(http.Flusher).Flush()
-		w.Header().Set("X-Trailer-A", "alpha")
-		w.Header().Set("X-Trailer-B", "beta")
-	})
-	// /hang never answers; it counts the requests moe-host abandons (upstream reset).
-	mux.HandleFunc("/hang", func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-r.Context().Done():
-			u.hangs.Add(1)
-		case <-time.After(5 * time.Second):
-		}
-	})
-	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
-		record(r)
-		time.Sleep(1500 * time.Millisecond)
-		w.Write([]byte("slow done"))
-	})
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		record(r)
-		io.Copy(io.Discard, r.Body)
-		w.Header().Set("content-type", "text/plain")
-		fmt.Fprintf(w, "hello %s %s", r.Method, r.URL.Path)
-	})
-	srv := &http.Server{Handler: mux, ConnState: func(c net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			u.conns.Add(1)
-		}
-	}}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	return u
+	return e
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -138,29 +57,22 @@ func startUpstream(t *testing.T) *upstream {
 // ---------------------------------------------------------------------------------------------
 
 type host struct {
-	cmd       *exec.Cmd
-	port      int
-	adminPort int
-	mu        sync.Mutex
-	stderr    bytes.Buffer
-	exited    chan error
+	*hosttest.Host
+	t *testing.T
 }
 
-func (h *host) addr() string        { return fmt.Sprintf("127.0.0.1:%d", h.port) }
-func (h *host) adminURL() string    { return fmt.Sprintf("http://127.0.0.1:%d", h.adminPort) }
+func (h *host) addr() string        { return h.Addr(h.t, "main") }
+func (h *host) adminURL() string    { return h.AdminURL }
 func (h *host) url(p string) string { return "http://" + h.addr() + p }
-func (h *host) logs() string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.stderr.String()
-}
 
+// bootstrapJSON is a compiled bootstrap (cgo/host/compiled-bootstrap.md) whose admin and
+// listener ports are the template fields hosttest fills in.
 func bootstrapJSON(endpointPort int) map[string]any {
 	return map[string]any{
-		"admin": map[string]any{"address": "127.0.0.1", "port": 0},
+		"admin": map[string]any{"address": "127.0.0.1", "port": "{{.AdminPort}}"},
 		"listeners": []any{map[string]any{
 			"name":                              "main",
-			"address":                           map[string]any{"address": "127.0.0.1", "port": 0},
+			"address":                           map[string]any{"address": "127.0.0.1", "port": "{{.Ports.main}}"},
 			"per_connection_buffer_limit_bytes": 1048576,
 			"hcm": map[string]any{
 				"stat_prefix":            "ingress_http",
@@ -193,73 +105,38 @@ func bootstrapJSON(endpointPort int) map[string]any {
 	}
 }
 
-var (
-	listenerRe = regexp.MustCompile(`listener main bound to 127\.0\.0\.1:(\d+)`)
-	adminRe    = regexp.MustCompile(`admin address: 127\.0\.0\.1:(\d+)`)
-)
-
-func startHost(t *testing.T, endpointPort int, extraArgs ...string) *host {
+// bootstrapTemplate is bootstrap as JSON with the port fields as template actions (numbers).
+func bootstrapTemplate(t *testing.T, bootstrap map[string]any) string {
 	t.Helper()
-	return startHostWith(t, bootstrapJSON(endpointPort), extraArgs...)
-}
-
-func startHostWith(t *testing.T, bootstrap map[string]any, extraArgs ...string) *host {
-	t.Helper()
-	bin := hostBinary(t)
-	cfg, _ := json.Marshal(bootstrap)
-	path := filepath.Join(t.TempDir(), "bootstrap.json")
-	if err := os.WriteFile(path, cfg, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	args := append([]string{"-c", path, "--concurrency", "2", "-l", "info"}, extraArgs...)
-	h := &host{cmd: exec.Command(bin, args...), exited: make(chan error, 1)}
-	pipe, err := h.cmd.StderrPipe()
+	js, err := json.Marshal(bootstrap)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.cmd.Start(); err != nil {
-		t.Fatal(err)
+	return strings.NewReplacer(`"{{.AdminPort}}"`, `{{.AdminPort}}`, `"{{.Ports.main}}"`, `{{.Ports.main}}`).Replace(string(js))
+}
+
+// netonly completes o for moe-host-netonly: no plugin library, a compiled JSON bootstrap, one
+// listener "main".
+func netonly(o hosttest.Options) hosttest.Options {
+	o.Binary = "moe-host-netonly"
+	o.Library = hosttest.NoLibrary
+	o.ConfigName = "bootstrap.json"
+	o.Listeners = []string{"main"}
+	return o
+}
+
+func startHost(t *testing.T, endpointPort int, opts ...hosttest.Options) *host {
+	t.Helper()
+	return startHostWith(t, bootstrapJSON(endpointPort), opts...)
+}
+
+func startHostWith(t *testing.T, bootstrap map[string]any, opts ...hosttest.Options) *host {
+	t.Helper()
+	var o hosttest.Options
+	if len(opts) > 0 {
+		o = opts[0]
 	}
-	go func() {
-		sc := bufio.NewScanner(pipe)
-		for sc.Scan() {
-			h.mu.Lock()
-			h.stderr.WriteString(sc.Text() + "\n")
-			h.mu.Unlock()
-		}
-		h.exited <- h.cmd.Wait()
-	}()
-	t.Cleanup(func() {
-		if h.cmd.ProcessState == nil {
-			h.cmd.Process.Kill()
-		}
-		if t.Failed() {
-			t.Logf("moe-host stderr:\n%s", h.logs())
-		}
-	})
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		logs := h.logs()
-		if m := listenerRe.FindStringSubmatch(logs); m != nil && h.port == 0 {
-			h.port, _ = strconv.Atoi(m[1])
-		}
-		if m := adminRe.FindStringSubmatch(logs); m != nil && h.adminPort == 0 {
-			h.adminPort, _ = strconv.Atoi(m[1])
-		}
-		if h.port != 0 && h.adminPort != 0 {
-			resp, err := http.Get(h.adminURL() + "/ready")
-			if err == nil {
-				b, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				if resp.StatusCode == 200 && string(b) == "LIVE\n" {
-					return h
-				}
-			}
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("moe-host did not become ready; stderr:\n%s", h.logs())
-	return nil
+	return &host{Host: hosttest.Start(t, bootstrapTemplate(t, bootstrap), nil, netonly(o)), t: t}
 }
 
 func (h *host) stat(t *testing.T, name string) int64 {
@@ -332,7 +209,7 @@ func expectClosed(t *testing.T, c net.Conn, br *bufio.Reader) {
 
 func TestNetwork(t *testing.T) {
 	up := startUpstream(t)
-	h := startHost(t, up.port)
+	h := startHost(t, up.Port)
 
 	t.Run("GetContentLength", func(t *testing.T) {
 		resp, err := http.Get(h.url("/hello?x=1"))
@@ -340,11 +217,11 @@ func TestNetwork(t *testing.T) {
 			t.Fatal(err)
 		}
 		body := readBody(t, resp)
-		if resp.StatusCode != 200 || body != "hello GET /hello" {
-			t.Fatalf("got %d %q", resp.StatusCode, body)
+		if resp.StatusCode != 200 || resp.ContentLength != int64(len(body)) {
+			t.Fatalf("got %d, content-length %d for %d bytes", resp.StatusCode, resp.ContentLength, len(body))
 		}
-		if got := up.lastReq.Load().(http.Header).Get("User-Agent"); got == "" {
-			t.Fatalf("user-agent not forwarded")
+		if e := echoed(t, body); e.Method != "GET" || e.URI != "/hello?x=1" || e.Header("User-Agent") == "" {
+			t.Fatalf("upstream saw %s %s user-agent %q", e.Method, e.URI, e.Header("User-Agent"))
 		}
 	})
 
@@ -354,30 +231,35 @@ func TestNetwork(t *testing.T) {
 		fmt.Fprintf(c, "POST /echo HTTP/1.1\r\nHost: example.com\r\nContent-Length: 11\r\n\r\nhello world")
 		resp := readResponse(t, br, "POST")
 		body := readBody(t, resp)
-		if resp.StatusCode != 200 || body != "hello world" || resp.ContentLength != 11 {
-			t.Fatalf("got %d %q cl=%d", resp.StatusCode, body, resp.ContentLength)
+		if resp.StatusCode != 200 || resp.ContentLength != int64(len(body)) || len(resp.TransferEncoding) != 0 {
+			t.Fatalf("got %d cl=%d te=%v for %d bytes", resp.StatusCode, resp.ContentLength, resp.TransferEncoding, len(body))
 		}
-		if resp.Header.Get("x-upstream-host") != "example.com" {
-			t.Fatalf("upstream saw host %q", resp.Header.Get("x-upstream-host"))
+		e := echoed(t, body)
+		if e.Body != "hello world" || e.Header("Content-Length") != "11" {
+			t.Fatalf("upstream saw body %q content-length %q", e.Body, e.Header("Content-Length"))
 		}
-		if te := up.lastTE.Load().([]string); len(te) != 0 {
-			t.Fatalf("upstream saw transfer-encoding %v for a content-length request", te)
+		if e.Host != "example.com" {
+			t.Fatalf("upstream saw host %q", e.Host)
+		}
+		if len(e.TransferEncoding) != 0 {
+			t.Fatalf("upstream saw transfer-encoding %v for a content-length request", e.TransferEncoding)
 		}
 	})
 
 	t.Run("PostChunkedBothWays", func(t *testing.T) {
 		c := dial(t, h.addr())
 		br := bufio.NewReader(c)
-		fmt.Fprintf(c, "POST /echo HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\nx-chunked-response: 1\r\n\r\n"+
+		fmt.Fprintf(c, "POST /echo?chunked=1 HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n"+
 			"5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n")
 		resp := readResponse(t, br, "POST")
 		if len(resp.TransferEncoding) != 1 || resp.TransferEncoding[0] != "chunked" {
 			t.Fatalf("response not chunked: %v cl=%d", resp.TransferEncoding, resp.ContentLength)
 		}
-		if body := readBody(t, resp); body != "hello world" {
-			t.Fatalf("body %q", body)
+		e := echoed(t, readBody(t, resp))
+		if e.Body != "hello world" {
+			t.Fatalf("upstream saw body %q", e.Body)
 		}
-		if te := up.lastTE.Load().([]string); len(te) != 1 || te[0] != "chunked" {
+		if te := e.TransferEncoding; len(te) != 1 || te[0] != "chunked" {
 			t.Fatalf("upstream saw transfer-encoding %v, want chunked", te)
 		}
 	})
@@ -388,14 +270,13 @@ func TestNetwork(t *testing.T) {
 		fmt.Fprintf(c, "POST /echo HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\nTrailer: x-req-trailer\r\n\r\n"+
 			"3\r\nabc\r\n0\r\nx-req-trailer: tv\r\n\r\n")
 		resp := readResponse(t, br, "POST")
-		body := readBody(t, resp)
-		if body != "abc" || resp.Header.Get("x-got-trailer-x-req-trailer") != "tv" {
-			t.Fatalf("body %q headers %v", body, resp.Header)
+		if e := echoed(t, readBody(t, resp)); e.Body != "abc" || e.Trailer("x-req-trailer") != "tv" {
+			t.Fatalf("upstream saw body %q trailers %v", e.Body, e.Trailers)
 		}
 	})
 
 	t.Run("ResponseTrailers", func(t *testing.T) {
-		resp, err := http.Get(h.url("/trailers"))
+		resp, err := http.Get(h.url("/chunked?body=body-with-trailers&trailer=X-Trailer-A:alpha&trailer=X-Trailer-B:beta"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -422,10 +303,9 @@ func TestNetwork(t *testing.T) {
 					}
 					pw.Close()
 				}()
-				req, _ = http.NewRequest("POST", h.url("/echo"), pr)
-				req.Header.Set("x-chunked-response", "1")
+				req, _ = http.NewRequest("POST", h.url("/mirror?chunked=1"), pr)
 			} else {
-				req, _ = http.NewRequest("POST", h.url("/echo"), bytes.NewReader(payload))
+				req, _ = http.NewRequest("POST", h.url("/mirror"), bytes.NewReader(payload))
 			}
 			resp, err := http.DefaultClient.Do(req)
 			if err != nil {
@@ -454,8 +334,8 @@ func TestNetwork(t *testing.T) {
 		for i := 0; i < 3; i++ {
 			fmt.Fprintf(c, "GET /ka%d HTTP/1.1\r\nHost: h\r\n\r\n", i)
 			resp := readResponse(t, br, "GET")
-			if body := readBody(t, resp); body != fmt.Sprintf("hello GET /ka%d", i) {
-				t.Fatalf("request %d: body %q", i, body)
+			if e := echoed(t, readBody(t, resp)); e.URI != fmt.Sprintf("/ka%d", i) {
+				t.Fatalf("request %d: upstream saw %q", i, e.URI)
 			}
 			if resp.Close {
 				t.Fatalf("request %d: connection: close on a keep-alive request", i)
@@ -475,10 +355,10 @@ func TestNetwork(t *testing.T) {
 		c := dial(t, h.addr())
 		br := bufio.NewReader(c)
 		fmt.Fprintf(c, "GET /p1 HTTP/1.1\r\nHost: h\r\n\r\nPOST /echo HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\nxyzGET /p3 HTTP/1.1\r\nHost: h\r\n\r\n")
-		for _, want := range []string{"hello GET /p1", "xyz", "hello GET /p3"} {
+		for _, want := range []string{"GET /p1 ", "POST /echo xyz", "GET /p3 "} {
 			resp := readResponse(t, br, "GET")
-			if body := readBody(t, resp); body != want {
-				t.Fatalf("got %q want %q", body, want)
+			if e := echoed(t, readBody(t, resp)); e.Method+" "+e.URI+" "+e.Body != want {
+				t.Fatalf("upstream saw %q, want %q", e.Method+" "+e.URI+" "+e.Body, want)
 			}
 		}
 	})
@@ -493,8 +373,8 @@ func TestNetwork(t *testing.T) {
 			t.Fatalf("HEAD status %d", resp.StatusCode)
 		}
 		resp = readResponse(t, br, "GET")
-		if body := readBody(t, resp); body != "hello GET /after-head" {
-			t.Fatalf("after HEAD: %q", body)
+		if e := echoed(t, readBody(t, resp)); e.URI != "/after-head" {
+			t.Fatalf("after HEAD: upstream saw %q", e.URI)
 		}
 	})
 
@@ -503,23 +383,22 @@ func TestNetwork(t *testing.T) {
 		br := bufio.NewReader(c)
 		io.WriteString(c, "GET http://abs.example:81/echo?q=1 HTTP/1.1\r\nHost: other\r\n\r\n")
 		resp := readResponse(t, br, "GET")
-		readBody(t, resp)
-		if resp.StatusCode != 200 || resp.Header.Get("x-upstream-host") != "abs.example:81" {
-			t.Fatalf("status %d, upstream host %q", resp.StatusCode, resp.Header.Get("x-upstream-host"))
+		if e := echoed(t, readBody(t, resp)); resp.StatusCode != 200 || e.Host != "abs.example:81" || e.URI != "/echo?q=1" {
+			t.Fatalf("status %d, upstream saw host %q target %q", resp.StatusCode, e.Host, e.URI)
 		}
 	})
 
 	t.Run("DownstreamCloseResetsUpstream", func(t *testing.T) {
-		before := up.hangs.Load()
+		before := up.Abandoned.Load()
 		c, err := net.Dial("tcp", h.addr())
 		if err != nil {
 			t.Fatal(err)
 		}
-		io.WriteString(c, "GET /hang HTTP/1.1\r\nHost: h\r\n\r\n")
+		io.WriteString(c, "GET /delay/5000 HTTP/1.1\r\nHost: h\r\n\r\n")
 		time.Sleep(200 * time.Millisecond)
 		c.Close()
 		deadline := time.Now().Add(3 * time.Second)
-		for up.hangs.Load() == before {
+		for up.Abandoned.Load() == before {
 			if time.Now().After(deadline) {
 				t.Fatalf("upstream request not reset after the client went away")
 			}
@@ -532,15 +411,16 @@ func TestNetwork(t *testing.T) {
 		br := bufio.NewReader(c)
 		fmt.Fprintf(c, "GET /bye HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n")
 		resp := readResponse(t, br, "GET")
-		if body := readBody(t, resp); body != "hello GET /bye" {
-			t.Fatalf("body %q", body)
+		e := echoed(t, readBody(t, resp))
+		if e.URI != "/bye" {
+			t.Fatalf("upstream saw %q", e.URI)
 		}
 		if !resp.Close {
 			t.Fatalf("response lacks connection: close: %v", resp.Header)
 		}
 		expectClosed(t, c, br)
-		if h := up.lastReq.Load().(http.Header); h.Get("Connection") != "" {
-			t.Fatalf("hop-by-hop connection header forwarded upstream: %v", h)
+		if e.Header("Connection") != "" {
+			t.Fatalf("hop-by-hop connection header forwarded upstream: %v", e.Headers)
 		}
 	})
 
@@ -640,8 +520,14 @@ func TestNetwork(t *testing.T) {
 	})
 
 	t.Run("OverrideHost", func(t *testing.T) {
+		// A closed loopback port that is not the cluster's host: strict fails, non-strict falls
+		// back to the cluster (an override that wrongly took effect would fail to connect).
+		stray := closedPort(t)
+		for stray == up.Port {
+			stray = closedPort(t)
+		}
 		req, _ := http.NewRequest("GET", h.url("/o"), nil)
-		req.Header.Set("x-moe-override-host", "10.255.255.1:1")
+		req.Header.Set("x-moe-override-host", fmt.Sprintf("127.0.0.1:%d", stray))
 		req.Header.Set("x-moe-override-strict", "1")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -671,14 +557,20 @@ func TestNetwork(t *testing.T) {
 	})
 }
 
-func TestUpstreamRefused503(t *testing.T) {
+// closedPort is a loopback port the OS just handed out and that nobody listens on now.
+func closedPort(t *testing.T) int {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	closedPort := ln.Addr().(*net.TCPAddr).Port
+	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
-	h := startHost(t, closedPort)
+	return port
+}
+
+func TestUpstreamRefused503(t *testing.T) {
+	h := startHost(t, closedPort(t))
 	before := h.stat(t, "moe_host.upstream_cx_connect_fail")
 	resp, err := http.Get(h.url("/x"))
 	if err != nil {
@@ -732,7 +624,7 @@ func TestUpstreamClosesMidResponse(t *testing.T) {
 
 func TestSigtermWaitsForInflightRequest(t *testing.T) {
 	up := startUpstream(t)
-	h := startHost(t, up.port, "--drain-time-s", "5")
+	h := startHost(t, up.Port, hosttest.Options{Args: []string{"--drain-time-s", "5"}})
 	type result struct {
 		status int
 		body   string
@@ -748,7 +640,7 @@ func TestSigtermWaitsForInflightRequest(t *testing.T) {
 		}
 		defer c.Close()
 		c.SetDeadline(time.Now().Add(10 * time.Second))
-		io.WriteString(c, "GET /slow HTTP/1.1\r\nHost: h\r\n\r\n")
+		io.WriteString(c, "GET /delay/1500?body=slow+done HTTP/1.1\r\nHost: h\r\n\r\n")
 		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 		if err != nil {
 			done <- result{err: err}
@@ -765,7 +657,7 @@ func TestSigtermWaitsForInflightRequest(t *testing.T) {
 
 	time.Sleep(300 * time.Millisecond) // the slow request is in flight upstream
 	start := time.Now()
-	if err := h.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := h.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	expectClosed(t, idle, idleReader)
@@ -782,13 +674,8 @@ func TestSigtermWaitsForInflightRequest(t *testing.T) {
 	if !r.close {
 		t.Fatalf("in-flight response during drain lacks connection: close")
 	}
-	select {
-	case err := <-h.exited:
-		if err != nil {
-			t.Fatalf("moe-host exit: %v", err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatalf("moe-host did not exit after SIGTERM")
+	if err := h.WaitExit(t, 5*time.Second); err != nil {
+		t.Fatalf("moe-host exit: %v", err)
 	}
 	if time.Since(start) > 4*time.Second {
 		t.Fatalf("exit took %v; it should follow the last stream, not the drain time", time.Since(start))
@@ -797,33 +684,29 @@ func TestSigtermWaitsForInflightRequest(t *testing.T) {
 
 func TestQuitQuitQuit(t *testing.T) {
 	up := startUpstream(t)
-	h := startHost(t, up.port)
+	h := startHost(t, up.Port)
 	resp, err := http.Post(h.adminURL()+"/quitquitquit", "text/plain", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	readBody(t, resp)
-	select {
-	case err := <-h.exited:
-		if err != nil {
-			t.Fatalf("exit: %v", err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatalf("no exit after /quitquitquit")
+	if err := h.WaitExit(t, 5*time.Second); err != nil {
+		t.Fatalf("exit after /quitquitquit: %v", err)
 	}
 }
 
 func TestCommandLine(t *testing.T) {
-	bin := hostBinary(t)
-	out, err := exec.Command(bin, "-c", "x.json", "--no-such-flag").CombinedOutput()
-	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(string(out), "--no-such-flag") {
-		t.Fatalf("unknown flag: err=%v out=%s", err, out)
+	// Unknown flags are refused before the config is read.
+	out := hosttest.StartExpectFailure(t, bootstrapTemplate(t, bootstrapJSON(80)), nil,
+		netonly(hosttest.Options{Args: []string{"--no-such-flag"}, WantExitCode: 1}))
+	if !strings.Contains(out, "--no-such-flag") {
+		t.Fatalf("unknown flag: out=%s", out)
 	}
-	bad := filepath.Join(t.TempDir(), "bad.json")
-	os.WriteFile(bad, []byte(`{"listeners":[{"name":"x"}]}`), 0o644)
-	out, err = exec.Command(bin, "-c", bad, "--base-id", "3", "--disable-hot-restart").CombinedOutput()
-	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(string(out), "$.listeners[0].address") {
-		t.Fatalf("bad config: err=%v out=%s", err, out)
+	// Envoy's ignored flags are accepted; the bad config is what fails.
+	out = hosttest.StartExpectFailure(t, `{"listeners":[{"name":"x"}]}`, nil,
+		netonly(hosttest.Options{Args: []string{"--base-id", "3", "--disable-hot-restart"}, WantExitCode: 1}))
+	if !strings.Contains(out, "$.listeners[0].address") {
+		t.Fatalf("bad config: out=%s", out)
 	}
 }
 
@@ -881,7 +764,7 @@ func TestUpstreamFraming(t *testing.T) {
 				return
 			}
 		})
-		h := startHost(t, port, "--concurrency", "1")
+		h := startHost(t, port, hosttest.Options{Concurrency: 1})
 		c := dial(t, h.addr())
 		br := bufio.NewReader(c)
 		for i := 0; i < 2; i++ {
@@ -910,7 +793,7 @@ func TestUpstreamFraming(t *testing.T) {
 				}
 			}
 		})
-		h := startHost(t, port, "--concurrency", "1")
+		h := startHost(t, port, hosttest.Options{Concurrency: 1})
 		c := dial(t, h.addr())
 		br := bufio.NewReader(c)
 		io.WriteString(c, "HEAD /x HTTP/1.1\r\nHost: h\r\n\r\n")
@@ -932,7 +815,7 @@ func TestUpstreamFraming(t *testing.T) {
 
 func TestExpectContinue(t *testing.T) {
 	up := startUpstream(t)
-	h := startHost(t, up.port)
+	h := startHost(t, up.Port)
 	c := dial(t, h.addr())
 	br := bufio.NewReader(c)
 	io.WriteString(c, "POST /echo HTTP/1.1\r\nHost: h\r\nContent-Length: 4\r\nExpect: 100-continue\r\n\r\n")
@@ -943,28 +826,29 @@ func TestExpectContinue(t *testing.T) {
 	br.ReadString('\n')
 	io.WriteString(c, "body")
 	resp := readResponse(t, br, "POST")
-	if body := readBody(t, resp); body != "body" {
-		t.Fatalf("body %q", body)
+	e := echoed(t, readBody(t, resp))
+	if e.Body != "body" {
+		t.Fatalf("upstream saw body %q", e.Body)
 	}
-	if got := up.lastReq.Load().(http.Header).Get("Expect"); got != "" {
+	if got := e.Header("Expect"); got != "" {
 		t.Fatalf("expect forwarded upstream: %q", got)
 	}
 }
 
 func TestStrictDNS(t *testing.T) {
 	up := startUpstream(t)
-	cfg := bootstrapJSON(up.port)
+	cfg := bootstrapJSON(up.Port)
 	cluster := cfg["clusters"].([]any)[0].(map[string]any)
 	cluster["type"] = "STRICT_DNS"
 	cluster["dns_refresh_rate_ms"] = 200
-	cluster["endpoints"] = []any{map[string]any{"address": "localhost", "port": up.port}}
+	cluster["endpoints"] = []any{map[string]any{"address": "localhost", "port": up.Port}}
 	h := startHostWith(t, cfg)
 	for i := 0; i < 3; i++ {
 		resp, err := http.Get(h.url("/dns"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if body := readBody(t, resp); resp.StatusCode != 200 || body != "hello GET /dns" {
+		if body := readBody(t, resp); resp.StatusCode != 200 || echoed(t, body).URI != "/dns" {
 			t.Fatalf("got %d %q", resp.StatusCode, body)
 		}
 		time.Sleep(250 * time.Millisecond) // across a re-resolution
@@ -1018,7 +902,7 @@ func TestConnectTimeout(t *testing.T) {
 
 func TestConcurrentLoad(t *testing.T) {
 	up := startUpstream(t)
-	h := startHost(t, up.port)
+	h := startHost(t, up.Port)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8}, Timeout: 10 * time.Second}
 	var wg sync.WaitGroup
 	errs := make(chan error, 16)
@@ -1028,10 +912,11 @@ func TestConcurrentLoad(t *testing.T) {
 			defer wg.Done()
 			for i := 0; i < 40; i++ {
 				body := strings.Repeat(fmt.Sprintf("g%di%d-", g, i), 1+i*50)
-				req, _ := http.NewRequest("POST", h.url("/echo"), strings.NewReader(body))
+				path := "/mirror"
 				if i%3 == 0 {
-					req.Header.Set("x-chunked-response", "1")
+					path += "?chunked=1" // the answer streamed back chunked
 				}
+				req, _ := http.NewRequest("POST", h.url(path), strings.NewReader(body))
 				resp, err := client.Do(req)
 				if err != nil {
 					errs <- err
@@ -1053,5 +938,46 @@ func TestConcurrentLoad(t *testing.T) {
 	}
 	if active := h.stat(t, "moe_host.upstream_cx_total"); active > 40 {
 		t.Fatalf("upstream_cx_total %d: connections are not being reused", active)
+	}
+}
+
+// TestLoopbackGuard: with MOE_HOST_LOOPBACK_ONLY=1 (every harness sets it) a connect outside
+// 127.0.0.0/8 and ::1 is refused before the socket connects and fails as an immediate connect
+// error (connection_impl.cc ClientConnectionImpl::connect), counted; a STRICT_DNS address is
+// checked the same way once resolved, and a name that needs a DNS server is not resolved at all.
+// 192.0.2.1 is TEST-NET-1 (RFC 5737).
+func TestLoopbackGuard(t *testing.T) {
+	cases := []struct {
+		name, kind, address string
+		wantBody, wantStat  string
+	}{
+		{"Static", "STATIC", "192.0.2.1", "immediate connect error: 1|remote address:192.0.2.1:80", "moe_host.upstream_cx_non_loopback_refused"},
+		{"StrictDnsNumeric", "STRICT_DNS", "192.0.2.1", "immediate connect error: 1|remote address:192.0.2.1:80", "moe_host.upstream_cx_non_loopback_refused"},
+		{"StrictDnsName", "STRICT_DNS", "upstream.invalid", "no healthy upstream", "moe_host.upstream_dns_non_local_refused"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := bootstrapJSON(80)
+			cluster := cfg["clusters"].([]any)[0].(map[string]any)
+			cluster["type"] = c.kind
+			cluster["endpoints"] = []any{map[string]any{"address": c.address, "port": 80}}
+			h := startHostWith(t, cfg, hosttest.Options{AllowNonLoopback: true}) // refusals on purpose
+			before := h.stat(t, c.wantStat)
+			resp, err := http.Get(h.url("/x"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			body := readBody(t, resp)
+			if resp.StatusCode != 503 || !strings.Contains(body, c.wantBody) {
+				t.Fatalf("got %d %q, want 503 with %q", resp.StatusCode, body, c.wantBody)
+			}
+			// A connect is refused per request; a name already when the cluster first resolves.
+			got := h.stat(t, c.wantStat)
+			if c.wantStat == "moe_host.upstream_dns_non_local_refused" && (before < 1 || got < before) {
+				t.Fatalf("%s = %d at start, %d after the request: want the resolution refused", c.wantStat, before, got)
+			} else if c.wantStat == "moe_host.upstream_cx_non_loopback_refused" && got != before+1 {
+				t.Fatalf("%s = %d, want %d", c.wantStat, got, before+1)
+			}
+		})
 	}
 }

@@ -1,6 +1,7 @@
 package echo
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -107,3 +108,100 @@ func TestBytesPathReturnsNBytes(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+func TestEchoHasContentLengthAndFraming(t *testing.T) {
+	srv := newServer(t)
+	req, _ := http.NewRequest("POST", srv.URL+"/x", io.MultiReader(strings.NewReader("abc"))) // hides the length: chunked
+	req.Header.Set(RespHeaderPrefix+"x-answer", "42")
+	resp, body := do(t, req)
+	var e Echoed
+	if err := json.Unmarshal(body, &e); err != nil {
+		t.Fatal(err)
+	}
+	if resp.ContentLength != int64(len(body)) || e.Body != "abc" || len(e.TransferEncoding) != 1 || e.TransferEncoding[0] != "chunked" {
+		t.Fatalf("content-length %d (body %d), echo %+v", resp.ContentLength, len(body), e)
+	}
+	if resp.Header.Get("x-answer") != "42" {
+		t.Fatalf("x-echo-resp-x-answer not answered: %v", resp.Header)
+	}
+}
+
+func TestBodyAndChunkedParameters(t *testing.T) {
+	srv := newServer(t)
+	req, _ := http.NewRequest("GET", srv.URL+"/anything?body=hi", nil)
+	resp, body := do(t, req)
+	if string(body) != "hi" || resp.ContentLength != 2 || resp.Header.Get("Content-Type") != "text/plain" {
+		t.Fatalf("?body=: %q cl=%d %v", body, resp.ContentLength, resp.Header)
+	}
+	req, _ = http.NewRequest("GET", srv.URL+"/status/201?body=", nil)
+	if resp, body = do(t, req); resp.StatusCode != 201 || len(body) != 0 || resp.ContentLength != 0 {
+		t.Fatalf("?body= on /status: %d %q cl=%d", resp.StatusCode, body, resp.ContentLength)
+	}
+	req, _ = http.NewRequest("GET", srv.URL+"/x?chunked=1", nil)
+	resp, body = do(t, req)
+	var e Echoed
+	if len(resp.TransferEncoding) != 1 || json.Unmarshal(body, &e) != nil || e.URI != "/x?chunked=1" {
+		t.Fatalf("?chunked=1: te %v body %q", resp.TransferEncoding, body)
+	}
+	req, _ = http.NewRequest("GET", srv.URL+"/status/204", nil)
+	if resp, body = do(t, req); resp.StatusCode != 204 || len(body) != 0 || resp.Header.Get("Content-Type") != "" {
+		t.Fatalf("204: %q %v", body, resp.Header)
+	}
+}
+
+func TestChunkedParameters(t *testing.T) {
+	srv := newServer(t)
+	req, _ := http.NewRequest("GET", srv.URL+"/chunked?n=3&size=2&delay=5", nil)
+	resp, body := do(t, req)
+	if string(body) != "aabbcc" || len(resp.Trailer) != 0 {
+		t.Fatalf("n/size: %q trailers %v", body, resp.Trailer)
+	}
+	req, _ = http.NewRequest("GET", srv.URL+"/chunked?body=hello&trailer=x-a:1&trailer=x-b:2", nil)
+	resp, body = do(t, req)
+	if string(body) != "hello" || resp.Trailer.Get("x-a") != "1" || resp.Trailer.Get("x-b") != "2" {
+		t.Fatalf("body/trailer: %q trailers %v", body, resp.Trailer)
+	}
+	req, _ = http.NewRequest("GET", srv.URL+"/chunked?body=&trailer=x-a:1", nil)
+	if resp, body = do(t, req); len(body) != 0 || resp.Trailer.Get("x-a") != "1" {
+		t.Fatalf("empty body: %q trailers %v", body, resp.Trailer)
+	}
+	req, _ = http.NewRequest("GET", srv.URL+"/chunked?trailer=nocolon", nil)
+	if resp, _ = do(t, req); resp.StatusCode != 400 {
+		t.Fatalf("bad trailer: %d", resp.StatusCode)
+	}
+}
+
+func TestMirrorAndPattern(t *testing.T) {
+	srv := newServer(t)
+	payload := Pattern(300 << 10)
+	for _, q := range []string{"", "?chunked=1"} {
+		req, _ := http.NewRequest("POST", srv.URL+"/mirror"+q, bytes.NewReader(payload))
+		resp, body := do(t, req)
+		if !bytes.Equal(body, payload) || (q == "" && resp.ContentLength != int64(len(payload))) || (q != "" && resp.ContentLength != -1) {
+			t.Fatalf("mirror%s: %d bytes, equal %v, content-length %d", q, len(body), bytes.Equal(body, payload), resp.ContentLength)
+		}
+	}
+	req, _ := http.NewRequest("GET", srv.URL+"/bytes/"+itoa(len(payload)), nil)
+	if _, body := do(t, req); !bytes.Equal(body, payload) {
+		t.Fatalf("/bytes is not Pattern")
+	}
+	if p := Pattern(2 << 20); bytes.Equal(p[:1<<19], p[1<<19:1<<20]) || !bytes.Equal(p[:1<<20], p[1<<20:]) {
+		t.Fatalf("Pattern: want a 1 MiB period with no shorter one")
+	}
+}
+
+func TestServerCountsAbandonedDelays(t *testing.T) {
+	s := Start(t, "abandon")
+	c := &http.Client{Timeout: 50 * time.Millisecond}
+	if resp, err := c.Get(s.URL + "/delay/5000"); err == nil {
+		resp.Body.Close()
+		t.Fatalf("answered before the delay")
+	}
+	deadline := time.Now().Add(3 * time.Second)
+	for s.Abandoned.Load() != 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("Abandoned = %d, want 1", s.Abandoned.Load())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

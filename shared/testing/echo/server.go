@@ -16,6 +16,9 @@ type Server struct {
 	URL  string // http://127.0.0.1:<port>
 	// Requests counts the requests it received (also those it is still answering).
 	Requests atomic.Int64
+	// Abandoned counts /delay requests whose client went away before the answer (for example
+	// a proxy that reset its upstream request).
+	Abandoned atomic.Int64
 }
 
 // Start runs an echo upstream named name on a free loopback port until the test ends.
@@ -27,7 +30,7 @@ func Start(t testing.TB, name string) *Server {
 	}
 	s := &Server{Name: name, Port: l.Addr().(*net.TCPAddr).Port}
 	s.URL = fmt.Sprintf("http://127.0.0.1:%d", s.Port)
-	h := NewHandler(name)
+	h := newHandler(name, &s.Abandoned)
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.Requests.Add(1)
 		h.ServeHTTP(w, r)

@@ -1,10 +1,16 @@
-// Package hosttest starts moe-host with a bootstrap YAML for end-to-end tests: plugins are run
-// through the real libgolang.so and Envoy's C ABI, with real HTTP to a real upstream.
+// Package hosttest is the one way tests start moe-host: plugins' end-to-end tests, moe-host's
+// conformance suite and its network suite all run the real binary through Start, with a
+// bootstrap rendered from a template, real HTTP and a real upstream (shared/testing/echo).
 //
-// Binaries come from the repository's out/ directory (built by `make build`), or from $MOE_OUT.
-// $MOE_HOST_BIN selects another host binary (the sanitizer run uses out/moe-host-asan). When a
+// Binaries come from the repository's out/ directory and are built for the test (see
+// Require), or are taken as they are from $MOE_OUT. $MOE_HOST_BIN replaces out/moe-host (the
+// sanitizer run uses out/moe-host-asan) and $MOE_NETONLY_BIN out/moe-host-netonly. When a
 // binary is missing the test is skipped, unless MOE_REQUIRE_HOST=1 (set by `make test`), which
 // makes it fail instead, so CI cannot pass by skipping.
+//
+// Every host runs with MOE_HOST_LOOPBACK_ONLY=1 and the test fails when the host tried to
+// reach anything but loopback (CheckGuard); it is stopped with SIGTERM when the test ends and
+// must exit 0 without a sanitizer or Go runtime report in its output.
 package hosttest
 
 import (
@@ -17,6 +23,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,7 +33,74 @@ import (
 	"time"
 )
 
-// OutDir returns the directory holding the built binaries.
+// LoopbackOnlyEnv is set in the environment of every moe-host a test starts: the host then
+// refuses upstream connects outside 127.0.0.0/8 and ::1 and DNS names other than localhost
+// (cgo/host/upstream_guard.h), counting them in the stats named by GuardStats. Tests talk to
+// loopback only.
+const LoopbackOnlyEnv = "MOE_HOST_LOOPBACK_ONLY=1"
+
+// GuardStats are the counters of the loopback guard. They exist (at 0) whenever the guard is
+// on; a host's end of life fails the test unless each is present and 0.
+var GuardStats = []string{"moe_host.upstream_cx_non_loopback_refused", "moe_host.upstream_dns_non_local_refused"}
+
+// guardLogMarker is in every log line of a refusal (checked when the host is gone).
+const guardLogMarker = "MOE_HOST_LOOPBACK_ONLY=1: refused"
+
+// SanitizerMarkers are the texts of a sanitizer or Go runtime report; a host whose output
+// contains one fails the test.
+var SanitizerMarkers = []string{"AddressSanitizer", "LeakSanitizer", "ThreadSanitizer", "UndefinedBehaviorSanitizer",
+	"runtime error", "fatal error:", "SIGSEGV"}
+
+// NoLibrary as Options.Library: the bootstrap loads no plugin library (e.g. moe-host-netonly).
+const NoLibrary = "-"
+
+// CheckGuard fails the test when the loopback guard of the host with admin at adminURL is off
+// or refused anything: every guard stat must be present and 0. output is what the host printed,
+// checked for refusals too; adminURL "" checks only the output (the host is gone).
+func CheckGuard(t testing.TB, adminURL, output string) {
+	t.Helper()
+	if strings.Contains(output, guardLogMarker) {
+		t.Errorf("moe-host refused a non-loopback upstream (tests talk to loopback only):\n%s", guardLines(output))
+	}
+	if adminURL == "" {
+		return
+	}
+	c := &http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Get(adminURL + `/stats?filter=^moe_host\.upstream_(cx_non_loopback|dns_non_local)_refused$`)
+	if err != nil {
+		t.Errorf("loopback guard: admin /stats: %v", err)
+		return
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	got := map[string]string{}
+	for _, line := range strings.Split(string(body), "\n") {
+		if k, v, ok := strings.Cut(line, ": "); ok {
+			got[k] = v
+		}
+	}
+	for _, name := range GuardStats {
+		v, ok := got[name]
+		switch {
+		case !ok:
+			t.Errorf("loopback guard is off: /stats has no %s (is %s set, is the binary current?)", name, LoopbackOnlyEnv)
+		case v != "0":
+			t.Errorf("%s = %s: moe-host tried to leave the machine (tests talk to loopback only)", name, v)
+		}
+	}
+}
+
+func guardLines(output string) string {
+	var lines []string
+	for _, l := range strings.Split(output, "\n") {
+		if strings.Contains(l, guardLogMarker) {
+			lines = append(lines, l)
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// OutDir returns the directory holding the built binaries ($MOE_OUT, else <repo>/out).
 func OutDir(t testing.TB) string {
 	t.Helper()
 	if d := os.Getenv("MOE_OUT"); d != "" {
@@ -41,25 +115,8 @@ func OutDir(t testing.TB) string {
 
 var errNoGoMod = errors.New("no go.mod above the test directory")
 
-// Require returns the path of out/<name>, skipping or failing the test when it is missing.
-func Require(t testing.TB, name string) string {
-	t.Helper()
-	p := filepath.Join(OutDir(t), name)
-	if name == "moe-host" {
-		if bin := os.Getenv("MOE_HOST_BIN"); bin != "" {
-			p = bin
-		}
-	}
-	if _, err := os.Stat(p); err != nil {
-		if os.Getenv("MOE_REQUIRE_HOST") == "1" {
-			t.Fatalf("%s is missing (run make build): %v", p, err)
-		}
-		t.Skipf("%s is missing (run make build)", p)
-	}
-	return p
-}
-
-// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago (nobody listens on it
+// now: also the way to name an unreachable upstream).
 func FreePort(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -70,136 +127,313 @@ func FreePort(t testing.TB) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// Host is a running moe-host.
-type Host struct {
-	URL      string // http://127.0.0.1:<listener port>
-	AdminURL string // http://127.0.0.1:<admin port>
-	Port     int
-	cmd      *exec.Cmd
-	stderr   *lockedBuffer
-	exited   chan struct{}
-	waitErr  error
-}
-
-// Vars are the values a bootstrap template can use, besides the caller's own: {{.Library}}
-// (absolute path of the plugin library), {{.Port}} (listener), {{.AdminPort}}.
+// Vars are the values a bootstrap template can use, besides the caller's own (which win):
+// {{.Library}} (absolute path of the plugin library), {{.Port}} (a free port for the
+// listener), {{.AdminPort}}, {{.Ports.<name>}} (one per Options.Listeners).
 type Vars map[string]any
 
-// Options tune Start.
+// Options tune Start and StartExpectFailure. The zero value of each field is its default.
 type Options struct {
-	Library     string // file name under out/ (default "libgolang.so")
+	// Binary is the host binary under out/ (default "moe-host"; $MOE_HOST_BIN and
+	// $MOE_NETONLY_BIN replace moe-host and moe-host-netonly).
+	Binary string
+	// Library is the plugin library under out/ for {{.Library}} (default "libgolang.so");
+	// NoLibrary for none.
+	Library     string
 	Concurrency int    // --concurrency (default 2)
 	LogLevel    string // -l (default "info")
+	// Args are more command-line arguments, after -c, --concurrency and -l.
+	Args []string
+	// Env is more environment (KEY=VALUE) for the host; MOE_HOST_LOOPBACK_ONLY=1 cannot be
+	// overridden.
+	Env []string
+	// Listeners are names of listeners that need a port: each gets a free one, {{.Ports.<name>}}
+	// in the template and Host.Ports[name], and Start waits until each accepts.
+	Listeners []string
+	// ConfigName is the file name of the rendered bootstrap (default "envoy.yaml"). A name
+	// ending in ".json" is a compiled bootstrap the host reads without moectl.
+	ConfigName string
+	// Output also receives everything the host prints (stdout and stderr), as it comes.
+	Output io.Writer
+	// StartTimeout bounds the wait for /ready, or for the exit in StartExpectFailure
+	// (default 30s).
+	StartTimeout time.Duration
+	// AllowNonLoopback: the test makes the loopback guard refuse on purpose, so the host's end
+	// of life does not require the guard counters to be 0.
+	AllowNonLoopback bool
+	// WantExitCode, for StartExpectFailure: the exit code required (default: any but 0).
+	WantExitCode int
 }
 
-// Start renders tmpl with vars into a temporary envoy.yaml, starts moe-host on it and waits
-// until its admin /ready answers. The host is stopped with SIGTERM when the test ends, and the
-// test fails if it did not exit 0 or if its stderr shows a sanitizer or Go runtime report.
-func Start(t testing.TB, tmpl string, vars Vars, opts ...Options) *Host {
-	t.Helper()
-	o := Options{Library: "libgolang.so", Concurrency: 2, LogLevel: "info"}
-	if len(opts) > 0 {
-		if opts[0].Library != "" {
-			o.Library = opts[0].Library
-		}
-		if opts[0].Concurrency != 0 {
-			o.Concurrency = opts[0].Concurrency
-		}
-		if opts[0].LogLevel != "" {
-			o.LogLevel = opts[0].LogLevel
-		}
+func (o Options) withDefaults() Options {
+	if o.Binary == "" {
+		o.Binary = "moe-host"
 	}
-	hostBin := Require(t, "moe-host")
-	Require(t, "moectl")
-	lib := Require(t, o.Library)
+	if o.Library == "" {
+		o.Library = "libgolang.so"
+	}
+	if o.Concurrency == 0 {
+		o.Concurrency = 2
+	}
+	if o.LogLevel == "" {
+		o.LogLevel = "info"
+	}
+	if o.ConfigName == "" {
+		o.ConfigName = "envoy.yaml"
+	}
+	if o.StartTimeout == 0 {
+		o.StartTimeout = 30 * time.Second
+	}
+	return o
+}
 
-	all := Vars{"Library": lib, "Port": FreePort(t), "AdminPort": FreePort(t)}
+func firstOptions(opts []Options) Options {
+	if len(opts) > 1 {
+		panic("hosttest: at most one Options")
+	}
+	if len(opts) == 1 {
+		return opts[0].withDefaults()
+	}
+	return Options{}.withDefaults()
+}
+
+// Host is a running moe-host.
+type Host struct {
+	URL      string         // http://127.0.0.1:<Port>
+	AdminURL string         // http://127.0.0.1:<admin port>
+	Port     int            // the {{.Port}} listener
+	Ports    map[string]int // the Options.Listeners ports by name
+	Config   string         // the rendered bootstrap
+
+	opts    Options
+	cmd     *exec.Cmd
+	output  *lockedBuffer
+	exited  chan struct{}
+	waitErr error // valid once exited is closed
+
+	mu           sync.Mutex
+	exitExpected bool
+	stopped      bool
+}
+
+// prepared is a rendered bootstrap and the command that runs the host on it.
+type prepared struct {
+	cmd    *exec.Cmd
+	config string
+	vars   Vars
+}
+
+func prepare(t testing.TB, tmpl string, vars Vars, o Options) prepared {
+	t.Helper()
+	hostBin := Require(t, o.Binary)
+	compiled := strings.HasSuffix(o.ConfigName, ".json")
+	var moectl string
+	if !compiled {
+		moectl = Require(t, "moectl")
+	}
+	all := Vars{"Port": FreePort(t), "AdminPort": FreePort(t)}
+	if o.Library != NoLibrary {
+		all["Library"] = Require(t, o.Library)
+	}
+	ports := map[string]int{}
+	for _, l := range o.Listeners {
+		ports[l] = FreePort(t)
+	}
+	all["Ports"] = ports
 	for k, v := range vars {
 		all[k] = v
 	}
 	var rendered bytes.Buffer
-	if err := template.Must(template.New("bootstrap").Option("missingkey=error").Parse(tmpl)).Execute(&rendered, all); err != nil {
+	tpl, err := template.New(o.ConfigName).Option("missingkey=error").Parse(tmpl)
+	if err != nil {
+		t.Fatalf("bootstrap template: %v", err)
+	}
+	if err := tpl.Execute(&rendered, all); err != nil {
 		t.Fatalf("render bootstrap: %v", err)
 	}
-	cfg := filepath.Join(t.TempDir(), "envoy.yaml")
+	cfg := filepath.Join(t.TempDir(), o.ConfigName)
 	if err := os.WriteFile(cfg, rendered.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-
-	h := &Host{
-		Port:     all["Port"].(int),
-		URL:      fmt.Sprintf("http://127.0.0.1:%d", all["Port"]),
-		AdminURL: fmt.Sprintf("http://127.0.0.1:%d", all["AdminPort"]),
-		stderr:   &lockedBuffer{},
-		exited:   make(chan struct{}),
+	args := append([]string{"-c", cfg, "--concurrency", strconv.Itoa(o.Concurrency), "-l", o.LogLevel}, o.Args...)
+	cmd := exec.Command(hostBin, args...)
+	env := os.Environ()
+	if moectl != "" {
+		env = append(env, "MOE_MOECTL="+moectl)
 	}
-	h.cmd = exec.Command(hostBin, "-c", cfg, "--concurrency", strconv.Itoa(o.Concurrency), "-l", o.LogLevel)
-	h.cmd.Stdout = h.stderr
-	h.cmd.Stderr = h.stderr
-	h.cmd.Env = append(os.Environ(), "MOE_MOECTL="+filepath.Join(OutDir(t), "moectl"))
+	cmd.Env = append(append(env, o.Env...), LoopbackOnlyEnv)
+	return prepared{cmd: cmd, config: rendered.String(), vars: all}
+}
+
+// Start renders tmpl (a text/template of an Envoy bootstrap) with vars into a temporary file,
+// starts moe-host on it and waits until its admin /ready answers 200 and every named listener
+// accepts. The host is stopped when the test ends (see the package comment).
+func Start(t testing.TB, tmpl string, vars Vars, opts ...Options) *Host {
+	t.Helper()
+	o := firstOptions(opts)
+	p := prepare(t, tmpl, vars, o)
+	h := &Host{
+		Config: p.config,
+		opts:   o,
+		cmd:    p.cmd,
+		output: &lockedBuffer{},
+		exited: make(chan struct{}),
+	}
+	h.Port, _ = p.vars["Port"].(int)
+	h.Ports, _ = p.vars["Ports"].(map[string]int)
+	h.URL = fmt.Sprintf("http://127.0.0.1:%d", h.Port)
+	h.AdminURL = fmt.Sprintf("http://127.0.0.1:%v", p.vars["AdminPort"])
+	var w io.Writer = h.output
+	if o.Output != nil {
+		w = io.MultiWriter(h.output, o.Output)
+	}
+	h.cmd.Stdout, h.cmd.Stderr = w, w
+	t.Logf("starting %s", strings.Join(h.cmd.Args, " "))
 	if err := h.cmd.Start(); err != nil {
-		t.Fatalf("start moe-host: %v", err)
+		t.Fatalf("start %s: %v", h.cmd.Path, err)
 	}
 	go func() { h.waitErr = h.cmd.Wait(); close(h.exited) }()
-	t.Cleanup(func() { h.stop(t) })
+	t.Cleanup(func() { h.Stop(t) })
 
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
+	deadline := time.Now().Add(o.StartTimeout)
+	c := &http.Client{Timeout: 2 * time.Second}
+	for {
 		select {
 		case <-h.exited:
-			t.Fatalf("moe-host exited at start (%v):\n%s", h.waitErr, h.stderr.String())
+			h.markStopped()
+			t.Fatalf("moe-host exited at start (%v); bootstrap:\n%s\noutput:\n%s", h.waitErr, h.Config, tail(h.Output(), 8000))
 		default:
 		}
-		if resp, err := http.Get(h.AdminURL + "/ready"); err == nil {
+		if resp, err := c.Get(h.AdminURL + "/ready"); err == nil {
+			io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return h
+				break
 			}
 		}
-		time.Sleep(50 * time.Millisecond)
+		if time.Now().After(deadline) {
+			t.Fatalf("moe-host not ready on admin /ready after %v; output:\n%s", o.StartTimeout, tail(h.Output(), 8000))
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
-	t.Fatalf("moe-host not ready after 20s:\n%s", h.stderr.String())
-	return nil
+	names := make([]string, 0, len(h.Ports))
+	for name := range h.Ports {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if !waitDial(h.Ports[name], time.Until(deadline)+time.Second) {
+			t.Fatalf("listener %s on port %d not accepting; output:\n%s", name, h.Ports[name], tail(h.Output(), 8000))
+		}
+	}
+	return h
+}
+
+func waitDial(port int, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for {
+		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second)
+		if err == nil {
+			c.Close()
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // StartExpectFailure runs moe-host on a bootstrap that must be rejected at start and returns
-// what it printed. It fails the test if the host starts serving or exits 0.
-func StartExpectFailure(t testing.TB, tmpl string, vars Vars) string {
+// what it printed. It fails the test if the host does not exit within Options.StartTimeout,
+// exits 0 (or not with Options.WantExitCode), or prints a sanitizer report.
+func StartExpectFailure(t testing.TB, tmpl string, vars Vars, opts ...Options) string {
 	t.Helper()
-	hostBin := Require(t, "moe-host")
-	lib := Require(t, "libgolang.so")
-	all := Vars{"Library": lib, "Port": FreePort(t), "AdminPort": FreePort(t)}
-	for k, v := range vars {
-		all[k] = v
+	o := firstOptions(opts)
+	p := prepare(t, tmpl, vars, o)
+	var out lockedBuffer
+	var w io.Writer = &out
+	if o.Output != nil {
+		w = io.MultiWriter(&out, o.Output)
 	}
-	var rendered bytes.Buffer
-	if err := template.Must(template.New("bootstrap").Parse(tmpl)).Execute(&rendered, all); err != nil {
-		t.Fatalf("render bootstrap: %v", err)
+	p.cmd.Stdout, p.cmd.Stderr = w, w
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", p.cmd.Path, err)
 	}
-	cfg := filepath.Join(t.TempDir(), "envoy.yaml")
-	if err := os.WriteFile(cfg, rendered.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(hostBin, "-c", cfg)
-	cmd.Env = append(os.Environ(), "MOE_MOECTL="+filepath.Join(OutDir(t), "moectl"))
-	done := make(chan struct{})
-	var out []byte
+	done := make(chan error, 1)
+	go func() { done <- p.cmd.Wait() }()
 	var err error
-	go func() { out, err = cmd.CombinedOutput(); close(done) }()
 	select {
-	case <-done:
-	case <-time.After(20 * time.Second):
-		_ = cmd.Process.Kill()
-		t.Fatalf("moe-host did not reject the bootstrap within 20s")
+	case err = <-done:
+	case <-time.After(o.StartTimeout):
+		_ = p.cmd.Process.Kill()
+		<-done
+		t.Fatalf("moe-host did not reject the bootstrap within %v; output:\n%s", o.StartTimeout, tail(out.String(), 8000))
 	}
-	if err == nil {
-		t.Fatalf("moe-host exited 0 on a bootstrap that must be rejected:\n%s", out)
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		t.Fatalf("moe-host exited 0 on a bootstrap that must be rejected:\n%s", out.String())
+	case !errors.As(err, &ee):
+		t.Fatalf("moe-host: %v", err)
+	case o.WantExitCode != 0 && ee.ExitCode() != o.WantExitCode:
+		t.Errorf("moe-host exited with %d, want %d:\n%s", ee.ExitCode(), o.WantExitCode, out.String())
 	}
-	return string(out)
+	if !o.AllowNonLoopback {
+		CheckGuard(t, "", out.String())
+	}
+	checkSanitizers(t, out.String())
+	return out.String()
 }
 
-// Stderr is what the host printed so far.
-func (h *Host) Stderr() string { return h.stderr.String() }
+// Output is everything the host printed so far (stdout and stderr).
+func (h *Host) Output() string { return h.output.String() }
+
+// Stderr is Output (kept for older callers).
+func (h *Host) Stderr() string { return h.Output() }
+
+// Addr is "127.0.0.1:<port>" of a named listener (Options.Listeners).
+func (h *Host) Addr(t testing.TB, listener string) string {
+	t.Helper()
+	p, ok := h.Ports[listener]
+	if !ok {
+		t.Fatalf("no listener %q (Options.Listeners)", listener)
+	}
+	return fmt.Sprintf("127.0.0.1:%d", p)
+}
+
+// Signal sends sig to the host process.
+func (h *Host) Signal(sig os.Signal) error { return h.cmd.Process.Signal(sig) }
+
+// Exited is closed when the host process has exited.
+func (h *Host) Exited() <-chan struct{} { return h.exited }
+
+// Alive fails the test if the host has exited.
+func (h *Host) Alive(t testing.TB) {
+	t.Helper()
+	select {
+	case <-h.exited:
+		t.Fatalf("moe-host has exited: %v\noutput:\n%s", h.waitErr, tail(h.Output(), 8000))
+	default:
+	}
+}
+
+// WaitExit waits up to d for the host to exit on its own (after Signal, or /quitquitquit) and
+// returns its exit error (nil for exit 0). The exit is then expected: the end of the test does
+// not report it. It fails the test when the host is still running after d.
+func (h *Host) WaitExit(t testing.TB, d time.Duration) error {
+	t.Helper()
+	h.mu.Lock()
+	h.exitExpected = true
+	h.mu.Unlock()
+	select {
+	case <-h.exited:
+		return h.waitErr
+	case <-time.After(d):
+		t.Fatalf("moe-host still running %v later", d)
+		return nil
+	}
+}
 
 // Stats returns admin /stats as name -> value (counters and gauges).
 func (h *Host) Stats(t testing.TB) map[string]string {
@@ -226,33 +460,75 @@ func (h *Host) Counter(t testing.TB, name string) int64 {
 	return v
 }
 
-func (h *Host) stop(t testing.TB) {
+func (h *Host) markStopped() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	was := h.stopped
+	h.stopped = true
+	return was
+}
+
+// Stop ends the host now, with the end-of-life checks: the loopback guard (CheckGuard), then
+// SIGTERM and exit 0 within 20s, and no sanitizer report in the output. A host that exited
+// on its own fails the test unless WaitExit expected it. It runs once; the test's cleanup
+// calls it too.
+func (h *Host) Stop(t testing.TB) {
+	t.Helper()
+	if h.markStopped() {
+		return
+	}
+	h.mu.Lock()
+	expected := h.exitExpected
+	h.mu.Unlock()
 	select {
 	case <-h.exited:
+		if !expected {
+			t.Errorf("moe-host exited before the end of the test: %v", h.waitErr)
+		}
+		if !h.opts.AllowNonLoopback {
+			CheckGuard(t, "", h.Output())
+		}
 	default:
+		if !h.opts.AllowNonLoopback {
+			CheckGuard(t, h.AdminURL, h.Output())
+		}
 		_ = h.cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-h.exited:
-		case <-time.After(15 * time.Second):
+			if h.waitErr != nil {
+				t.Errorf("moe-host exit after SIGTERM: %v (want exit code 0)", h.waitErr)
+			}
+		case <-time.After(20 * time.Second):
 			_ = h.cmd.Process.Kill()
 			<-h.exited
-			t.Errorf("moe-host did not stop within 15s of SIGTERM")
-		}
-		if h.waitErr != nil {
-			t.Errorf("moe-host exited with %v", h.waitErr)
+			t.Errorf("moe-host did not exit within 20s of SIGTERM")
 		}
 	}
-	out := h.stderr.String()
-	for _, bad := range []string{"AddressSanitizer", "LeakSanitizer", "runtime error:", "fatal error:", "SIGSEGV"} {
-		if strings.Contains(out, bad) {
-			t.Errorf("moe-host stderr contains %q:\n%s", bad, out)
-			break
-		}
-	}
+	checkSanitizers(t, h.Output())
 	if t.Failed() {
-		t.Logf("moe-host output:\n%s", out)
+		t.Logf("moe-host output:\n%s", tail(h.Output(), 64<<10))
 	}
 }
+
+func checkSanitizers(t testing.TB, out string) {
+	t.Helper()
+	for _, m := range SanitizerMarkers {
+		if i := strings.Index(out, m); i >= 0 {
+			t.Errorf("moe-host output contains %q:\n%s", m, out[max(0, i-2000):min(len(out), i+6000)])
+			return
+		}
+	}
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "...\n" + s[len(s)-n:]
+}
+
+// maxOutput bounds what is kept of a host's output; the head has the startup errors.
+const maxOutput = 64 << 20
 
 type lockedBuffer struct {
 	mu  sync.Mutex
@@ -262,6 +538,9 @@ type lockedBuffer struct {
 func (b *lockedBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.buf.Len() > maxOutput {
+		return len(p), nil
+	}
 	return b.buf.Write(p)
 }
 

@@ -47,7 +47,7 @@ const (
 //	x-test-adddata-dh / -eh / -dt / -et / -dd: DATA   AddData in that phase
 //	x-test-inject-in-header: 1           InjectData from a goroutine during DecodeHeaders (-> 400)
 //	x-test-dymeta: 1                     set + get dynamic metadata (namespace "conf")
-//	x-test-filterstate: 1                set + get filter state ("conf.key")
+//	x-test-filterstate: 1                set + get filter state ("conf.key"; "conf_key" too)
 //	x-test-secret: NAME                  reply 200 with the generic secret NAME (404 if missing)
 //	x-test-override-host: HOST           SetUpstreamOverrideHost (403 with the error on failure)
 //	x-test-override-strict: true
@@ -336,6 +336,8 @@ func (f *confFilter) decodeHeaders(h api.RequestHeaderMap, end bool) api.StatusT
 	if f.ctl["x-test-filterstate"] != "" {
 		fs := f.cb.StreamInfo().FilterState()
 		fs.SetString("conf.key", "fs-value", api.StateTypeMutable, api.LifeSpanRequest, api.None)
+		// A key without a dot, so GetProperty("filter_state.<key>") can reach it.
+		fs.SetString("conf_key", "fs-value", api.StateTypeMutable, api.LifeSpanRequest, api.None)
 		h.Set("x-filterstate-self", fs.GetString("conf.key"))
 		h.Set("x-filterstate-missing", "["+fs.GetString("conf.missing")+"]")
 	}

@@ -1,233 +1,49 @@
 // Package e2e runs the moe framework end to end: the test plugins of
-// ./testplugins in a c-shared library loaded by moe-host (cgo/host), real HTTP
-// from a Go client to a Go upstream.
-//
-// Needs out/moe-host and out/moectl (the host's Makefile builds them). The
-// library is built by the test into a temp dir (go build -buildmode=c-shared
-// ./shared/e2e/so) unless MOE_E2E_LIB points to one. Missing binaries skip the
-// tests, or fail them when MOE_REQUIRE_HOST=1.
+// ./testplugins in out/libmoe-e2e.so loaded by moe-host (cgo/host), real HTTP
+// from a Go client to the echo upstream (shared/testing/echo). The host and
+// the library are started and built fresh by shared/testing/hosttest.
 package e2e
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
-	"text/template"
 	"time"
+
+	"github.com/moeproxy/moe/shared/testing/echo"
+	"github.com/moeproxy/moe/shared/testing/hosttest"
 )
 
-func repoRoot(t testing.TB) string {
-	dir, _ := os.Getwd()
-	for i := 0; i < 10; i++ {
-		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && bytes.Contains(b, []byte("module github.com/moeproxy/moe")) {
-			return dir
-		}
-		dir = filepath.Dir(dir)
-	}
-	t.Fatal("repo root not found")
-	return ""
-}
-
-func missing(t testing.TB, msg string) {
-	t.Helper()
-	if os.Getenv("MOE_REQUIRE_HOST") == "1" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
-}
-
-var (
-	libOnce sync.Once
-	libDir  string
-	libPath string
-	libErr  error
-)
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if libDir != "" {
-		os.RemoveAll(libDir)
-	}
-	os.Exit(code)
-}
-
-// buildLib builds the e2e library once per test binary (go's build cache makes
-// it cheap), so the tests never run a stale .so.
-func buildLib(t testing.TB, root string) string {
-	if p := os.Getenv("MOE_E2E_LIB"); p != "" {
-		return p
-	}
-	libOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "moe-e2e-lib")
-		if err != nil {
-			libErr = err
-			return
-		}
-		libDir = dir
-		libPath = filepath.Join(dir, "libmoe-e2e.so")
-		cmd := exec.Command("go", "build", "-buildmode=c-shared", "-o", libPath, "./shared/e2e/so")
-		cmd.Dir = root
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			libErr = fmt.Errorf("building the e2e library: %v\n%s", err, out)
-		}
-	})
-	if libErr != nil {
-		t.Fatal(libErr)
-	}
-	return libPath
-}
-
+// host is moe-host running the e2e bootstrap (testdata/e2e.yaml.tmpl) with
+// out/libmoe-e2e.so (built fresh by hosttest), in front of the echo upstream.
 type host struct {
-	t      testing.TB
-	cmd    *exec.Cmd
-	out    *syncBuf
-	port   int
-	solo   int
-	admin  int
-	exited chan struct{}
-	client *http.Client
-}
-
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.b.Len() > 32<<20 {
-		return len(p), nil
-	}
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func freePort(t testing.TB) int {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
-// echo is the upstream: it reports what it received.
-func echo(w http.ResponseWriter, r *http.Request) {
-	b, _ := io.ReadAll(r.Body)
-	w.Header().Set("x-upstream-trace", r.Header.Get("x-e2e-trace"))
-	w.Header().Set("x-upstream-body-len", r.Header.Get("x-e2e-body-len"))
-	w.Header().Set("x-upstream-path", r.URL.Path)
-	w.Header().Set("x-upstream-trailer", r.Trailer.Get("x-checksum"))
-	w.Header().Set("x-upstream-vars", r.Header.Get("x-e2e-vars"))
-	w.WriteHeader(200)
-	w.Write(b)
+	*hosttest.Host
+	port, solo int
+	client     *http.Client
 }
 
 func startHost(t testing.TB, panicAsync bool) *host {
 	t.Helper()
-	root := repoRoot(t)
-	out := os.Getenv("MOE_OUT")
-	if out == "" {
-		out = filepath.Join(root, "out")
-	}
-	bin := filepath.Join(out, "moe-host")
-	moectl := filepath.Join(out, "moectl")
-	for _, p := range []string{bin, moectl} {
-		if _, err := os.Stat(p); err != nil {
-			missing(t, "e2e: missing "+p+" (build moe-host and moectl first)")
-		}
-	}
-	lib := buildLib(t, root)
-
-	up := httptest.NewServer(http.HandlerFunc(echo))
-	t.Cleanup(up.Close)
-	upPort := up.Listener.Addr().(*net.TCPAddr).Port
-
-	h := &host{t: t, out: &syncBuf{}, port: freePort(t), solo: freePort(t), admin: freePort(t), exited: make(chan struct{})}
-	tmpl := template.Must(template.ParseFiles(filepath.Join(root, "shared/e2e/testdata/e2e.yaml.tmpl")))
-	var y bytes.Buffer
-	if err := tmpl.Execute(&y, map[string]any{"AdminPort": h.admin, "Port": h.port, "Lib": lib, "Backend": upPort, "PanicAsync": panicAsync, "SoloPort": h.solo}); err != nil {
-		t.Fatal(err)
-	}
-	cfg := filepath.Join(t.TempDir(), "envoy.yaml")
-	if err := os.WriteFile(cfg, y.Bytes(), 0o644); err != nil {
+	tmpl, err := os.ReadFile(filepath.Join(hosttest.RepoRoot(t), "shared/e2e/testdata/e2e.yaml.tmpl"))
+	if err != nil {
 		t.Fatal(err)
 	}
 	level := os.Getenv("MOE_E2E_LOG_LEVEL")
 	if level == "" {
 		level = "info"
 	}
-	h.cmd = exec.Command(bin, "-c", cfg, "--concurrency", "2", "-l", level)
-	h.cmd.Env = append(os.Environ(), "MOE_MOECTL="+moectl)
-	h.cmd.Stdout, h.cmd.Stderr = h.out, h.out
-	if err := h.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { h.cmd.Wait(); close(h.exited) }()
-	t.Cleanup(h.stop)
-	h.client = &http.Client{Timeout: 10 * time.Second}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		select {
-		case <-h.exited:
-			t.Fatalf("moe-host exited at start:\n%s", h.out.String())
-		default:
-		}
-		if r, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/ready", h.admin)); err == nil {
-			r.Body.Close()
-			if r.StatusCode == 200 {
-				if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", h.port)); err == nil {
-					c.Close()
-					break
-				}
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("moe-host not ready:\n%s", h.out.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return h
-}
-
-func (h *host) stop() {
-	select {
-	case <-h.exited:
-		h.t.Errorf("moe-host died during the test:\n%s", tail(h.out.String()))
-		return
-	default:
-	}
-	h.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-h.exited:
-	case <-time.After(15 * time.Second):
-		h.cmd.Process.Kill()
-		<-h.exited
-		h.t.Errorf("moe-host did not stop on SIGTERM")
-	}
-	if h.t.Failed() {
-		h.t.Logf("moe-host output:\n%s", tail(h.out.String()))
-	}
+	up := echo.Start(t, "backend")
+	h := hosttest.Start(t, string(tmpl), hosttest.Vars{"Backend": up.Port, "PanicAsync": panicAsync},
+		hosttest.Options{Library: "libmoe-e2e.so", Listeners: []string{"solo"}, LogLevel: level})
+	return &host{Host: h, port: h.Port, solo: h.Ports["solo"], client: &http.Client{Timeout: 10 * time.Second}}
 }
 
 func tail(s string) string {
@@ -241,6 +57,17 @@ type response struct {
 	status int
 	header http.Header
 	body   string
+}
+
+// up is the request as the echo upstream saw it; it fails the test when the
+// response did not come from the upstream.
+func (r response) up(t testing.TB) echo.Echoed {
+	t.Helper()
+	var e echo.Echoed
+	if r.header.Get("x-upstream") == "" || json.Unmarshal([]byte(r.body), &e) != nil {
+		t.Fatalf("status %d: not an echo upstream answer: %q", r.status, r.body)
+	}
+	return e
 }
 
 func (h *host) do(t testing.TB, method, path string, headers map[string]string, body string) response {
@@ -260,7 +87,7 @@ func (h *host) doPort(t testing.TB, port int, method, path string, headers map[s
 	}
 	r, err := h.client.Do(req)
 	if err != nil {
-		t.Fatalf("%s %s: %v\nhost output:\n%s", method, path, err, tail(h.out.String()))
+		t.Fatalf("%s %s: %v\nhost output:\n%s", method, path, err, tail(h.Output()))
 	}
 	defer r.Body.Close()
 	b, _ := io.ReadAll(r.Body)
@@ -277,7 +104,7 @@ func (h *host) counters(t testing.TB) map[string]int {
 }
 
 func (h *host) stat(t testing.TB, name string) int {
-	r, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/stats", h.admin))
+	r, err := http.Get(h.AdminURL + "/stats")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,7 +126,7 @@ func TestE2EChainRunsInOrderWithMixedSyncAsync(t *testing.T) {
 	if r.status != 200 {
 		t.Fatalf("status %d body %q", r.status, r.body)
 	}
-	if got := r.header.Get("x-upstream-trace"); got != "a,b,body" {
+	if got := r.up(t).Header("x-e2e-trace"); got != "a,b,body" {
 		t.Errorf("upstream saw trace %q, want a,b,body", got)
 	}
 	if got := r.header.Get("x-e2e-trace"); got != "b,a" {
@@ -310,10 +137,10 @@ func TestE2EChainRunsInOrderWithMixedSyncAsync(t *testing.T) {
 func TestE2EWholeBodyAndHeaderOnlyPluginsTogether(t *testing.T) {
 	h := startHost(t, false)
 	r := h.do(t, "POST", "/upload", map[string]string{"content-type": "text/plain"}, "hello body")
-	if r.status != 200 || r.body != "HELLO BODY" {
+	if r.status != 200 || r.up(t).Body != "HELLO BODY" {
 		t.Fatalf("status %d body %q", r.status, r.body)
 	}
-	if r.header.Get("x-upstream-body-len") != "10" || r.header.Get("x-upstream-trace") != "a,b,body" {
+	if r.up(t).Header("x-e2e-body-len") != "10" || r.up(t).Header("x-e2e-trace") != "a,b,body" {
 		t.Errorf("upstream headers %v", r.header)
 	}
 	big := strings.Repeat("x", 2000)
@@ -331,8 +158,8 @@ func TestE2EPerRouteMergeAndDisable(t *testing.T) {
 	}
 	for _, c := range cases {
 		r := h.do(t, "POST", c.path, nil, "abc")
-		if r.status != 200 || r.header.Get("x-upstream-trace") != c.trace || r.body != c.body {
-			t.Errorf("%s: status %d trace %q body %q, want trace %q body %q", c.path, r.status, r.header.Get("x-upstream-trace"), r.body, c.trace, c.body)
+		if r.status != 200 || r.up(t).Header("x-e2e-trace") != c.trace || r.up(t).Body != c.body {
+			t.Errorf("%s: status %d trace %q body %q, want trace %q body %q", c.path, r.status, r.up(t).Header("x-e2e-trace"), r.up(t).Body, c.trace, c.body)
 		}
 	}
 }
@@ -453,8 +280,8 @@ func TestE2EPluginAsItsOwnFilterWithRouteConfig(t *testing.T) {
 	h := startHost(t, false)
 	for path, want := range map[string]string{"/x": "solo", "/route/x": "solo-route"} {
 		r := h.doPort(t, h.solo, "GET", path, nil, "")
-		if r.status != 200 || r.header.Get("x-upstream-trace") != want || r.header.Get("x-e2e-trace") != want {
-			t.Errorf("%s: status %d upstream trace %q response trace %q, want %q", path, r.status, r.header.Get("x-upstream-trace"), r.header.Get("x-e2e-trace"), want)
+		if r.status != 200 || r.up(t).Header("x-e2e-trace") != want || r.header.Get("x-e2e-trace") != want {
+			t.Errorf("%s: status %d upstream trace %q response trace %q, want %q", path, r.status, r.up(t).Header("x-e2e-trace"), r.header.Get("x-e2e-trace"), want)
 		}
 	}
 }
@@ -474,12 +301,16 @@ func TestE2EWholeBodyWithTrailers(t *testing.T) {
 	}
 	r, err := http.ReadResponse(bufio.NewReader(c), nil)
 	if err != nil {
-		t.Fatalf("%v\n%s", err, tail(h.out.String()))
+		t.Fatalf("%v\n%s", err, tail(h.Output()))
 	}
 	defer r.Body.Close()
 	b, _ := io.ReadAll(r.Body)
-	if r.StatusCode != 200 || string(b) != "ABCDEF" || r.Header.Get("x-upstream-trailer") != "42" || r.Header.Get("x-upstream-body-len") != "6" {
-		t.Errorf("status %d body %q trailer %q len %q", r.StatusCode, b, r.Header.Get("x-upstream-trailer"), r.Header.Get("x-upstream-body-len"))
+	var e echo.Echoed
+	if err := json.Unmarshal(b, &e); err != nil {
+		t.Fatalf("status %d: not an echo upstream answer: %q", r.StatusCode, b)
+	}
+	if r.StatusCode != 200 || e.Body != "ABCDEF" || e.Trailer("x-checksum") != "42" || e.Header("x-e2e-body-len") != "6" {
+		t.Errorf("status %d body %q trailer %q len %q", r.StatusCode, e.Body, e.Trailer("x-checksum"), e.Header("x-e2e-body-len"))
 	}
 }
 
@@ -487,7 +318,7 @@ func TestE2EVariablesResolveThroughTheHost(t *testing.T) {
 	h := startHost(t, false)
 	r := h.do(t, "GET", "/vars/x?a=1&b=2", map[string]string{"cookie": "z=0; c=2", "x-user": "alice", "x-request-id": "rid-42"}, "")
 	want := "r_default|backend|GET|/vars/x|1|2|alice|rid-42"
-	got := r.header.Get("x-upstream-vars")
+	got := r.up(t).Header("x-e2e-vars")
 	// $cluster is read on the request path: like Envoy (conn_manager_impl.cc
 	// setVirtualHostRoute), moe-host sets the upstream cluster when it resolves
 	// the route, before the router runs.

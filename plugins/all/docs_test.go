@@ -30,7 +30,6 @@ const configHeader = "| field | type | default | required | validation | descrip
 var pending = map[string]bool{
 	"basic-auth": true, "consumer-restriction": true, "ext-auth": true, "hmac-auth": true,
 	"ip-restriction": true, "jwt-auth": true, "key-auth": true,
-
 }
 
 func TestEveryPluginREADMEMatchesItsConfig(t *testing.T) {

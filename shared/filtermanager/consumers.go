@@ -96,18 +96,17 @@ func sameConfig(a, b any) (same bool) {
 func (s *stream) switchConsumer(d *side, k phaseKind, i int) (int, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	cc := s.switchTo
+	cc := s.switchTo.Swap(nil)
 	if cc == nil {
 		return 0, false
 	}
-	s.switchTo = nil
-	cur := passIn(s.ch, d, k).order[i]
-	idx, _ := passIn(s.ch, d, k).at(i)
+	cur := passIn(s.ch.Load(), d, k).order[i]
+	idx, _ := passIn(s.ch.Load(), d, k).at(i)
 	if idx >= cc.shared || s.touchedAfter(cc.shared) {
 		// Identified by a plugin that runs after the consumer's plugins would
 		// start, or in a later phase after they ran: too late to switch.
 		consumerSkipped.Inc(1)
-		log.Printf(envoy.Warn, s.ch.plugins[idx].name, s.reqID, "consumer identified too late for its own plugins; they do not run for this request")
+		log.Printf(envoy.Warn, s.ch.Load().plugins[idx].name, s.reqID, "consumer identified too late for its own plugins; they do not run for this request")
 		return 0, false
 	}
 	np := passIn(cc, d, k)
@@ -125,9 +124,9 @@ func (s *stream) switchConsumer(d *side, k phaseKind, i int) (int, bool) {
 	s.slots = s.slots[:len(cc.plugins)] // capacity reserved by newStream
 	for j := cc.shared; j < len(cc.plugins); j++ {
 		sl := &s.slots[j]
-		sl.s, sl.p, sl.idx, sl.f = s, cc.plugins[j], j, filters{}
+		sl.s, sl.p, sl.f = s, cc.plugins[j], filters{}
 	}
-	s.ch = cc
+	s.ch.Store(cc)
 	if k == kHeaders {
 		// The consumer's plugins may need the whole body where the chain did not
 		// (or the other way round): the header pass now stops where cc's does.

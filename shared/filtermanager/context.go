@@ -31,7 +31,6 @@ func (f *filters) destroyer() api.Destroyer        { v, _ := f.f.(api.Destroyer)
 type slot struct {
 	s     *stream
 	p     *plugin
-	idx   int         // position in the stream's slots (and the chain's plugins)
 	ready atomic.Bool // f is set; read without the lock on the hot path
 	f     filters
 }
@@ -82,7 +81,7 @@ func (sl *slot) Reply(code int, body string, headers api.HeaderMap) api.Status {
 	s.mu.Lock()
 	// Both sides can be active at once (a response arrives while a request-body
 	// phase still runs in a goroutine): the side running this plugin answers.
-	if s.enc.active && (!s.dec.active || s.enc.cur == sl.idx) {
+	if s.enc.active && (!s.dec.active || s.enc.cur == sl.index()) {
 		d = &s.enc
 	}
 	s.mu.Unlock()
@@ -90,6 +89,17 @@ func (sl *slot) Reply(code int, body string, headers api.HeaderMap) api.Status {
 		log.Printf(envoy.Debug, sl.p.name, s.requestID(), "reply %d not sent: %v", code, err)
 	}
 	return api.Stop
+}
+
+// index is the slot's position in the stream's slots (and the chain's
+// plugins); only the rare Reply needs it, so it is not stored.
+func (sl *slot) index() int {
+	for i := range sl.s.slots {
+		if &sl.s.slots[i] == sl {
+			return i
+		}
+	}
+	return -1
 }
 
 func (sl *slot) Consumer() *api.Consumer { return sl.s.getConsumer() }

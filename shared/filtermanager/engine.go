@@ -25,12 +25,15 @@ const (
 
 // passOf returns the pass that phase kind k runs on side d, and where it ends:
 // the header pass of a buffering side stops before the first WholeBody plugin.
+//
+// Only the goroutine running the side's phase calls it, and only that
+// goroutine changes the chain and d.buffering while the phase runs, so it
+// reads them without the lock.
 func (s *stream) passOf(d *side, k phaseKind) (*pass, int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	p := passIn(s.ch, d, k)
+	ch := s.ch.Load()
+	p := passIn(ch, d, k)
 	if k == kHeaders && d.buffering {
-		return p, d.dir(s.ch).whole
+		return p, d.dir(ch).whole
 	}
 	return p, len(p.order)
 }
@@ -117,10 +120,10 @@ func (s *stream) runRange(d *side, k phaseKind, chunkEnd bool, from, to int) (ou
 		}
 		// Leaving the BeforeRoute group: make Envoy see the changed headers and
 		// match the route again.
-		if d.decode && !dataHook && idx == s.ch.lastBeforeRoute {
+		if d.decode && !dataHook && idx == s.ch.Load().lastBeforeRoute {
 			s.routeBoundary()
 		}
-		if d.decode && k != kData {
+		if d.decode && k != kData && s.switchTo.Load() != nil {
 			if pos, ok := s.switchConsumer(d, k, i); ok {
 				return outSwitch, pos
 			}
@@ -189,7 +192,7 @@ func (s *stream) routeBoundary() {
 
 func (s *stream) onPanic(d *side, r any) outcome {
 	s.mu.Lock()
-	p := s.ch.plugins[d.cur]
+	p := s.ch.Load().plugins[d.cur]
 	gone := s.destroyed
 	s.mu.Unlock()
 	if gone && api.IsStreamError(r) {
@@ -258,7 +261,7 @@ func (s *stream) release(d *side, k phaseKind, out outcome) (reply *localReply, 
 	reply = d.reply
 	d.reply = nil
 	d.replied.Store(false)
-	s.switchTo = nil // a consumer identified too late for its chain
+	s.switchTo.Store(nil) // a consumer identified too late for its chain
 	if s.destroyed {
 		return reply, st, false
 	}

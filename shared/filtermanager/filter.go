@@ -29,7 +29,7 @@ func (s *stream) onHeaders(d *side, h envoy.HeaderMap, end bool) envoy.StatusTyp
 	s.mu.Lock()
 	d.headers.attach(h, true)
 	d.endStream = end
-	dir := d.dir(s.ch)
+	dir := d.dir(s.ch.Load())
 	run := len(dir.headers.order) > 0 && !s.failed && !s.destroyed
 	if run {
 		d.active = true
@@ -66,7 +66,7 @@ func (s *stream) EncodeData(b envoy.BufferInstance, endStream bool) envoy.Status
 func (s *stream) onData(d *side, b envoy.BufferInstance, end bool) envoy.StatusType {
 	s.mu.Lock()
 	buffering := d.buffering
-	dir := d.dir(s.ch)
+	dir := d.dir(s.ch.Load())
 	streaming, max := len(dir.data.order) > 0, dir.maxBody
 	s.mu.Unlock()
 	if buffering {
@@ -108,7 +108,7 @@ func (s *stream) onTrailers(d *side, t envoy.HeaderMap) envoy.StatusType {
 	s.mu.Lock()
 	d.trailers.attach(t, true)
 	buffering := d.buffering
-	streaming := len(d.dir(s.ch).data.order) > 0
+	streaming := len(d.dir(s.ch.Load()).data.order) > 0
 	s.mu.Unlock()
 	if buffering {
 		if !s.enter(d) {
@@ -129,7 +129,7 @@ func (s *stream) onTrailers(d *side, t envoy.HeaderMap) envoy.StatusType {
 // (valid only during this call).
 func (s *stream) OnLog(reqH envoy.RequestHeaderMap, reqT envoy.RequestTrailerMap, respH envoy.ResponseHeaderMap, respT envoy.ResponseTrailerMap) {
 	s.mu.Lock()
-	if len(s.ch.logs) == 0 || s.logged {
+	if len(s.ch.Load().logs) == 0 || s.logged {
 		s.mu.Unlock()
 		return
 	}
@@ -179,7 +179,7 @@ func (s *stream) OnDestroy(envoy.DestroyReason) {
 	} else {
 		s.done = closedChan
 	}
-	ch := s.ch
+	ch := s.ch.Load()
 	runLogs := !s.logged && len(ch.logs) > 0
 	s.logged = true
 	slots := s.slots

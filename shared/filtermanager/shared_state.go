@@ -33,19 +33,29 @@ type sharedState struct {
 	loadedKeys     map[string]bool
 }
 
+// sharedLocked returns the stream's shared state, allocating it on first use
+// (most requests of a chain without auth plugins never need it).
+func (s *stream) sharedLocked() *sharedState {
+	if s.shared == nil {
+		s.shared = &sharedState{}
+	}
+	return s.shared
+}
+
 func (s *stream) setConsumer(c *api.Consumer) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.consumer = c
-	s.shared.consumerDirty, s.shared.consumerLoaded = true, true
-	if c != nil && s.ch.byConsumer != nil && s.dec.active {
-		s.switchTo = s.ch.byConsumer[c.Name]
+	sh := s.sharedLocked()
+	sh.consumerDirty, sh.consumerLoaded = true, true
+	if c != nil && s.ch.Load().byConsumer != nil && s.dec.active {
+		s.switchTo.Store(s.ch.Load().byConsumer[c.Name])
 	}
 }
 
 func (s *stream) getConsumer() *api.Consumer {
 	s.mu.Lock()
-	c, tried := s.consumer, s.shared.consumerLoaded
+	c, tried := s.consumer, s.shared != nil && s.shared.consumerLoaded
 	readable := s.ownedLocked() && !s.destroyed
 	s.mu.Unlock()
 	if c != nil || tried || !readable {
@@ -64,8 +74,8 @@ func (s *stream) getConsumer() *api.Consumer {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.shared.consumerLoaded { // a plugin may have set one meanwhile
-		s.consumer, s.shared.consumerLoaded = loaded, ok
+	if sh := s.sharedLocked(); !sh.consumerLoaded { // a plugin may have set one meanwhile
+		s.consumer, sh.consumerLoaded = loaded, ok
 	}
 	return s.consumer
 }
@@ -78,8 +88,9 @@ func (s *stream) setState(key string, value any) {
 	}
 	s.state[key] = value
 	if _, ok := value.(string); ok {
-		if !slices.Contains(s.shared.dirtyKeys, key) {
-			s.shared.dirtyKeys = append(s.shared.dirtyKeys, key)
+		sh := s.sharedLocked()
+		if !slices.Contains(sh.dirtyKeys, key) {
+			sh.dirtyKeys = append(sh.dirtyKeys, key)
 		}
 		s.markLoadedLocked(key)
 	}
@@ -88,7 +99,7 @@ func (s *stream) setState(key string, value any) {
 func (s *stream) getState(key string) (any, bool) {
 	s.mu.Lock()
 	v, ok := s.state[key]
-	tried := s.shared.loadedKeys[key]
+	tried := s.shared != nil && s.shared.loadedKeys[key]
 	readable := s.ownedLocked() && !s.destroyed
 	s.mu.Unlock()
 	if ok || tried || !readable {
@@ -114,10 +125,11 @@ func (s *stream) getState(key string) (any, bool) {
 }
 
 func (s *stream) markLoadedLocked(key string) {
-	if s.shared.loadedKeys == nil {
-		s.shared.loadedKeys = make(map[string]bool, 4)
+	sh := s.sharedLocked()
+	if sh.loadedKeys == nil {
+		sh.loadedKeys = make(map[string]bool, 4)
 	}
-	s.shared.loadedKeys[key] = true
+	sh.loadedKeys[key] = true
 }
 
 // readFilterState reads a filter state string; ok is false when the SDK call
@@ -136,8 +148,8 @@ func (s *stream) readFilterState(key string) (v string, ok bool) {
 // stream back. Writes from a goroutine are posted to the worker by the SDK
 // and do not wait.
 func (s *stream) shareLocked() {
-	sh := &s.shared
-	if !sh.consumerDirty && len(sh.dirtyKeys) == 0 {
+	sh := s.shared
+	if sh == nil || !sh.consumerDirty && len(sh.dirtyKeys) == 0 {
 		return
 	}
 	fs := s.cb.StreamInfo().FilterState()

@@ -64,8 +64,8 @@ type stream struct {
 	cb       envoy.FilterCallbackHandler
 	// ch is the chain running. It changes once at most, to the chain of the
 	// consumer an auth plugin identified (consumers.go), during the decode
-	// phase and under mu.
-	ch *Chain
+	// phase and under mu; an atomic so that reading it takes no lock.
+	ch atomic.Pointer[Chain]
 
 	dec, enc        side
 	logActive       bool
@@ -77,10 +77,11 @@ type stream struct {
 	done     chan struct{}
 	consumer *api.Consumer
 	// switchTo is the consumer chain to continue with after the running plugin
-	// returns (set by SetConsumer while decoding).
-	switchTo *Chain
+	// returns (set by SetConsumer while decoding); an atomic so that the check
+	// after every plugin takes no lock.
+	switchTo atomic.Pointer[Chain]
 	state    map[string]any
-	shared   sharedState
+	shared   *sharedState // nil until the consumer or state is set or read
 	reqID    string
 	route    routeCache
 	start    time.Time
@@ -108,7 +109,8 @@ func Factory(cfg any, cb envoy.FilterCallbackHandler) envoy.StreamFilter {
 }
 
 func newStream(c *Chain, cb envoy.FilterCallbackHandler) *stream {
-	s := &stream{cb: cb, ch: c, start: time.Now()}
+	s := &stream{cb: cb, start: time.Now()}
+	s.ch.Store(c)
 	s.dec.decode = true
 	s.dec.headers = headerMap{s: s, kind: reqHeaders}
 	s.dec.trailers = headerMap{s: s, kind: reqTrailers}
@@ -127,17 +129,12 @@ func newStream(c *Chain, cb envoy.FilterCallbackHandler) *stream {
 	for i := range s.slots {
 		s.slots[i].s = s
 		s.slots[i].p = c.plugins[i]
-		s.slots[i].idx = i
 	}
 	return s
 }
 
 // chain returns the running chain.
-func (s *stream) chain() *Chain {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.ch
-}
+func (s *stream) chain() *Chain { return s.ch.Load() }
 
 // enter starts a phase of side d; it returns false when plugin code must not
 // run (a panic reply was sent, or the request is gone).
@@ -156,7 +153,7 @@ func (s *stream) enter(d *side) bool {
 // (senders, streaming receivers, request id for logs). One cgo call, and only
 // if no plugin read a header already.
 func (s *stream) preloadLocked(d *side) {
-	if !d.decode || d.headers.env == nil || !s.ch.readsRequestLater {
+	if !d.decode || d.headers.env == nil || !s.ch.Load().readsRequestLater {
 		return
 	}
 	d.headers.env.Get(":path")

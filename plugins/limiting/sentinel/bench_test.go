@@ -29,15 +29,15 @@ type benchFilter interface {
 }
 
 func runBench(b *testing.B, mk func() benchFilter, ctx *fakeCtx) {
-	resp := fakeResp{api.NewHeaders(":status", "200")}
+	response := resp(200)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		f := mk()
-		if f.OnReceive(ctx, ctx.req, nil, nil) != api.Continue {
+		if f.OnReceive(ctx, ctx.Req, nil, nil) != api.Continue {
 			b.Fatal("blocked")
 		}
-		f.Append(ctx, resp, nil, nil)
+		f.Append(ctx, response, nil, nil)
 		f.OnDestroy()
 	}
 }

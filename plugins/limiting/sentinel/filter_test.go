@@ -35,10 +35,10 @@ func TestFlowRuleBlocksWithConfiguredReply(t *testing.T) {
 	if r == nil {
 		t.Fatal("4th request within the second admitted")
 	}
-	if r.code != 418 || r.body != "slow down (flow)" {
-		t.Errorf("reply %d %q", r.code, r.body)
+	if r.Code != 418 || r.Body != "slow down (flow)" {
+		t.Errorf("reply %d %q", r.Code, r.Body)
 	}
-	if v, _ := r.headers.Get("x-why"); v != "flow" {
+	if v, _ := r.Headers.Get("x-why"); v != "flow" {
 		t.Errorf("x-why = %q", v)
 	}
 	if m.Value("res_r1_passed") != 3 || m.Value("res_r1_blocked_flow") != 1 {
@@ -69,18 +69,18 @@ func TestIsolationLimitsConcurrentRequests(t *testing.T) {
 	ctx := newCtx("r")
 	open := []*filter{{rt: c.rt}, {rt: c.rt}}
 	for _, f := range open {
-		if f.OnReceive(ctx, ctx.req, nil, nil) != api.Continue {
+		if f.OnReceive(ctx, ctx.Req, nil, nil) != api.Continue {
 			t.Fatal("request within the limit blocked")
 		}
 	}
 	r := request(c, newCtx("r"), 200, 0)
-	if r == nil || r.code != 429 {
+	if r == nil || r.Code != 429 {
 		t.Fatalf("third concurrent request: %+v", r)
 	}
-	if v, _ := r.headers.Get("x-moe-sentinel-blocked"); v != "isolation" {
+	if v, _ := r.Headers.Get("x-moe-sentinel-blocked"); v != "isolation" {
 		t.Errorf("header = %q", v)
 	}
-	open[0].Append(ctx, fakeResp{api.NewHeaders(":status", "200")}, nil, nil)
+	open[0].Append(ctx, resp(200), nil, nil)
 	open[0].OnDestroy()
 	if r := request(c, newCtx("r"), 200, 0); r != nil {
 		t.Fatalf("a slot was freed but the request was blocked: %+v", r)
@@ -99,9 +99,9 @@ func TestEntriesAreExitedExactlyOnce(t *testing.T) {
 	t.Run("response then destroy", func(t *testing.T) {
 		ctx := newCtx("r")
 		f := &filter{rt: c.rt}
-		f.OnReceive(ctx, ctx.req, nil, nil)
-		f.Append(ctx, fakeResp{api.NewHeaders(":status", "200")}, nil, nil)
-		f.Append(ctx, fakeResp{api.NewHeaders(":status", "200")}, nil, nil) // e.g. a second Append call
+		f.OnReceive(ctx, ctx.Req, nil, nil)
+		f.Append(ctx, resp(200), nil, nil)
+		f.Append(ctx, resp(200), nil, nil) // e.g. a second Append call
 		f.OnDestroy()
 		if concurrency() != 0 || m.Value("inflight") != 0 {
 			t.Fatalf("concurrency %d inflight %d", concurrency(), m.Value("inflight"))
@@ -110,7 +110,7 @@ func TestEntriesAreExitedExactlyOnce(t *testing.T) {
 	t.Run("aborted before a response", func(t *testing.T) {
 		ctx := newCtx("r")
 		f := &filter{rt: c.rt}
-		f.OnReceive(ctx, ctx.req, nil, nil)
+		f.OnReceive(ctx, ctx.Req, nil, nil)
 		if concurrency() != 1 {
 			t.Fatalf("concurrency %d while the request runs", concurrency())
 		}
@@ -125,7 +125,7 @@ func TestEntriesAreExitedExactlyOnce(t *testing.T) {
 		ctx := newCtx("r")
 		f := &filter{rt: c.rt}
 		f.OnDestroy()
-		f.OnReceive(ctx, ctx.req, nil, nil)
+		f.OnReceive(ctx, ctx.Req, nil, nil)
 		if concurrency() != 0 || m.Value("inflight") != 0 {
 			t.Fatalf("concurrency %d inflight %d: late entry not exited", concurrency(), m.Value("inflight"))
 		}
@@ -134,10 +134,10 @@ func TestEntriesAreExitedExactlyOnce(t *testing.T) {
 		for i := 0; i < 200; i++ {
 			ctx := newCtx("r")
 			f := &filter{rt: c.rt}
-			f.OnReceive(ctx, ctx.req, nil, nil)
+			f.OnReceive(ctx, ctx.Req, nil, nil)
 			var wg sync.WaitGroup
 			wg.Add(2)
-			go func() { defer wg.Done(); f.Append(ctx, fakeResp{api.NewHeaders(":status", "500")}, nil, nil) }()
+			go func() { defer wg.Done(); f.Append(ctx, resp(500), nil, nil) }()
 			go func() { defer wg.Done(); f.OnDestroy() }()
 			wg.Wait()
 		}
@@ -203,10 +203,10 @@ func TestErrorRatioBreakerOpensProbesAndCloses(t *testing.T) {
 		t.Fatalf("state after 4 errors = %v, want Open", s.String())
 	}
 	r := request(c, ctx(), 200, 0)
-	if r == nil || r.code != 503 {
+	if r == nil || r.Code != 503 {
 		t.Fatalf("open breaker reply: %+v", r)
 	}
-	if v, _ := r.headers.Get("x-moe-sentinel-blocked"); v != "circuit-breaker" {
+	if v, _ := r.Headers.Get("x-moe-sentinel-blocked"); v != "circuit-breaker" {
 		t.Errorf("header = %q", v)
 	}
 	time.Sleep(350 * time.Millisecond)
@@ -214,7 +214,7 @@ func TestErrorRatioBreakerOpensProbesAndCloses(t *testing.T) {
 	// breaker is half-open and other requests are refused.
 	probe := &filter{rt: c.rt}
 	pctx := ctx()
-	if probe.OnReceive(pctx, pctx.req, nil, nil) != api.Continue {
+	if probe.OnReceive(pctx, pctx.Req, nil, nil) != api.Continue {
 		t.Fatal("probe blocked")
 	}
 	if s := breakerState(t, c, "r"); s != circuitbreaker.HalfOpen {
@@ -223,7 +223,7 @@ func TestErrorRatioBreakerOpensProbesAndCloses(t *testing.T) {
 	if r := request(c, ctx(), 200, 0); r == nil {
 		t.Fatal("second request admitted while half-open")
 	}
-	probe.Append(pctx, fakeResp{api.NewHeaders(":status", "200")}, nil, nil)
+	probe.Append(pctx, resp(200), nil, nil)
 	probe.OnDestroy()
 	if s := breakerState(t, c, "r"); s != circuitbreaker.Closed {
 		t.Fatalf("state after a good probe = %v, want Closed", s.String())
@@ -284,7 +284,7 @@ func TestHotspotLimitsPerValueWithOverrides(t *testing.T) {
 		t.Errorf("requests without the key admitted %d, want all 10", got)
 	}
 	r := request(c, user("alice")(), 200, 0)
-	if v, _ := r.headers.Get("x-moe-sentinel-blocked"); v != "hotspot" {
+	if v, _ := r.Headers.Get("x-moe-sentinel-blocked"); v != "hotspot" {
 		t.Errorf("header = %q", v)
 	}
 	if m.Value("res_r_blocked_hotspot") == 0 {
@@ -319,8 +319,8 @@ func TestPressureTrafficIsShedFirstBySystemProtection(t *testing.T) {
 	}()
 	hold := func(ctx *fakeCtx) *reply {
 		f := &filter{rt: c.rt}
-		if f.OnReceive(ctx, ctx.req, nil, nil) == api.Stop {
-			return ctx.replied()
+		if f.OnReceive(ctx, ctx.Req, nil, nil) == api.Stop {
+			return ctx.Replied
 		}
 		open = append(open, f)
 		return nil
@@ -335,8 +335,8 @@ func TestPressureTrafficIsShedFirstBySystemProtection(t *testing.T) {
 	if r == nil {
 		t.Fatal("pressure request admitted at 50% of the system threshold")
 	}
-	if v, _ := r.headers.Get("x-moe-sentinel-blocked"); v != "system" || r.code != 429 {
-		t.Errorf("reply %d %q", r.code, v)
+	if v, _ := r.Headers.Get("x-moe-sentinel-blocked"); v != "system" || r.Code != 429 {
+		t.Errorf("reply %d %q", r.Code, v)
 	}
 	for i := 0; i < 3; i++ {
 		if r := hold(newCtx("r")); r != nil {

@@ -1,7 +1,9 @@
 // Package jwtauth is the jwt-auth plugin: it authenticates requests with a
 // JSON Web Token (JWS compact, HS/RS/PS/ES/EdDSA) verified against inline keys
 // or a JWKS (file or URL, refreshed in the background), checks exp/nbf/iat,
-// iss and aud, maps a claim to a consumer and forwards chosen claims.
+// iss and aud, maps a claim to a consumer (from its own consumer list or the
+// chain's, `consumers[].auth.jwt-auth: {claim_value: ...}`) and forwards
+// chosen claims.
 //
 // Files: config.go (Config, Credential, defaults, Validate, merge),
 // compiled.go (what Init builds: keys, consumer index, replies, metrics;
@@ -28,6 +30,9 @@ func init() {
 		Factory: registry.Typed(func(c *Config) api.Filter { return c.filter }),
 		Needs:   api.Needs{Phase: api.AfterRoute},
 		Merge:   merge,
+		// A chain-level consumer's `auth.jwt-auth`: the value of consumer_claim
+		// that means this consumer.
+		NewCredential: func() any { return &Credential{} },
 	})
 }
 

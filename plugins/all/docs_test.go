@@ -28,8 +28,8 @@ const configHeader = "| field | type | default | required | validation | descrip
 
 // pending lists plugins whose README is not converted yet. Empty it.
 var pending = map[string]bool{
-	"basic-auth": true, "consumer-restriction": true, "ext-auth": true, "hmac-auth": true,
-	"ip-restriction": true, "jwt-auth": true, "key-auth": true,
+	"basic-auth": true, "hmac-auth": true,
+	"key-auth": true,
 }
 
 func TestEveryPluginREADMEMatchesItsConfig(t *testing.T) {

@@ -1,40 +1,25 @@
-// Package consumerrestriction is the consumer-restriction plugin: RBAC on the
-// consumer set by an earlier auth plugin (by name or group, optionally per
-// method and path).
 package consumerrestriction
 
 import (
 	"github.com/moeproxy/moe/plugins/auth/internal/authn"
 	"github.com/moeproxy/moe/shared/api"
-	"github.com/moeproxy/moe/shared/registry"
+	"github.com/moeproxy/moe/shared/consumer"
 )
 
-// Name is the registered plugin name.
-const Name = "consumer-restriction"
-
-func init() {
-	registry.Register(registry.Plugin{
-		Name:        Name,
-		Description: "allow/deny consumers by name or group, optionally per method and path (run after an auth plugin)",
-		NewConfig:   newConfig,
-		// Stateless: one filter per config, no allocation per request.
-		Factory: registry.Typed(func(c *Config) api.Filter { return (*filter)(c) }),
-		// AfterRoute like the auth plugins, so it runs after them in chain order.
-		Needs: api.Needs{Phase: api.AfterRoute},
-	})
-}
-
+// filter is the Config seen as the request path: stateless, shared by all
+// requests of a config version.
 type filter Config
 
 func (f *filter) OnReceive(ctx api.Context, h api.RequestHeaderMap, _ api.Buffer, _ api.HeaderMap) api.Status {
 	c := (*Config)(f)
-	consumer := ctx.Consumer()
-	if consumer == nil {
+	// The consumer an earlier auth plugin set: in this chain, or in an earlier
+	// golang filter of the request (read from Envoy's filter state).
+	who := ctx.Consumer()
+	if who == nil {
 		c.stats.Denied(reasonNoConsumer)
-		c.unauth.Send(ctx)
-		return api.Stop
+		return reply(ctx, c.unauth)
 	}
-	allow, reason := c.decide(consumer, h)
+	allow, reason := c.decide(who, h)
 	if allow {
 		c.stats.Allowed()
 		return api.Continue
@@ -42,26 +27,29 @@ func (f *filter) OnReceive(ctx api.Context, h api.RequestHeaderMap, _ api.Buffer
 	c.stats.Denied(reason)
 	switch {
 	case reason == reasonBadPath:
-		c.badPath.Send(ctx)
-	case authn.IsAnonymous(consumer):
-		c.unauth.Send(ctx)
+		return reply(ctx, c.badPath)
+	case consumer.IsAnonymous(who):
+		return reply(ctx, c.unauth)
 	default:
-		c.denied.Send(ctx)
+		return reply(ctx, c.denied)
 	}
-	return api.Stop
+}
+
+func reply(ctx api.Context, r *authn.Reply) api.Status {
+	return ctx.Reply(r.Status, r.Body, r.Headers)
 }
 
 // decide applies the rules: a matching deny rule wins, then a matching allow
 // rule, then the default action.
-func (c *Config) decide(consumer *api.Consumer, h api.RequestHeaderMap) (bool, string) {
-	anonymous := authn.IsAnonymous(consumer)
+func (c *Config) decide(who *api.Consumer, h api.RequestHeaderMap) (bool, string) {
+	anonymous := consumer.IsAnonymous(who)
 	method := h.Method()
 	var p string
 	pathDone := false
 	allowed := false
 	for i := range c.rules {
 		r := &c.rules[i]
-		if (allowed && !r.deny) || !r.matchSubject(consumer, anonymous) || !r.matchMethod(method) {
+		if (allowed && !r.deny) || !r.matchSubject(who, anonymous) || !r.matchMethod(method) {
 			continue
 		}
 		if r.paths != nil {

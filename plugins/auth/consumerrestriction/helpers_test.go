@@ -3,8 +3,8 @@ package consumerrestriction
 import (
 	"testing"
 
-	"github.com/moeproxy/moe/plugins/auth/internal/authn"
 	"github.com/moeproxy/moe/shared/api"
+	"github.com/moeproxy/moe/shared/consumer"
 	"github.com/moeproxy/moe/shared/testing/fakeframework"
 )
 
@@ -21,5 +21,5 @@ var (
 	alice = &api.Consumer{Name: "alice", Group: "admins"}
 	bob   = &api.Consumer{Name: "bob", Group: "users"}
 	carol = &api.Consumer{Name: "carol"}
-	anon  = authn.NewAnonymous("anonymous")
+	anon  = consumer.NewAnonymous("anonymous")
 )

@@ -17,6 +17,76 @@ type rule struct {
 	paths       []pathMatcher
 }
 
+// compileRule checks one Rule (field is its path, "rules[2]") and compiles
+// it.
+func compileRule(r *Rule, field string) (rule, error) {
+	out := rule{}
+	if r.Action != "" {
+		if err := api.CheckOneOf(field+".action", r.Action, actionAllow, actionDeny); err != nil {
+			return out, err
+		}
+		out.deny = r.Action == actionDeny
+	}
+	if len(r.Consumers) == 0 && len(r.Groups) == 0 {
+		return out, api.FieldErrorf(field, `needs consumers or groups (use consumers: ["*"] for any authenticated consumer)`)
+	}
+	for i, n := range r.Consumers {
+		switch {
+		case n == "*":
+			out.anyConsumer = true
+		case n == "" || strings.ContainsFunc(n, isCtl):
+			return out, api.FieldErrorf(api.Field(field, "consumers", i), "empty or contains control characters")
+		default:
+			if out.consumers == nil {
+				out.consumers = map[string]struct{}{}
+			}
+			out.consumers[n] = struct{}{}
+		}
+	}
+	for i, g := range r.Groups {
+		if g == "" || strings.ContainsFunc(g, isCtl) {
+			return out, api.FieldErrorf(api.Field(field, "groups", i), "empty or contains control characters")
+		}
+		if out.groups == nil {
+			out.groups = map[string]struct{}{}
+		}
+		out.groups[g] = struct{}{}
+	}
+	for i, m := range r.Methods {
+		if m == "" || strings.ContainsFunc(m, func(c rune) bool { return !isTokenChar(c) }) {
+			return out, api.FieldErrorf(api.Field(field, "methods", i), "%q is not an HTTP method token", m)
+		}
+		if m == "*" {
+			out.methods = nil
+			break
+		}
+		out.methods = append(out.methods, strings.ToUpper(m))
+	}
+	for i, p := range r.Paths {
+		pm, err := compilePath(p)
+		if err != nil {
+			return out, api.FieldErrorf(api.Field(field, "paths", i), "%v", err)
+		}
+		if pm.any {
+			out.paths = nil
+			break
+		}
+		out.paths = append(out.paths, pm)
+	}
+	return out, nil
+}
+
+func isCtl(c rune) bool { return c < 0x20 || c == 0x7f }
+
+// isTokenChar: RFC 9110 tchar.
+func isTokenChar(c rune) bool {
+	switch {
+	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		return true
+	}
+	return strings.ContainsRune("!#$%&'*+-.^_`|~", c)
+}
+
 // pathMatcher matches exact, or prefix (with alsoExact for "/x/*" patterns).
 type pathMatcher struct {
 	any       bool

@@ -1,8 +1,10 @@
 package extauth
 
 import (
+	"encoding/json"
 	"testing"
 
+	"github.com/moeproxy/moe/shared/api"
 	"github.com/moeproxy/moe/shared/filtermanager"
 	"github.com/moeproxy/moe/shared/testing/fakeenvoy"
 )
@@ -11,13 +13,21 @@ import (
 // goroutine and resumes the stream.
 func TestThroughFramework(t *testing.T) {
 	svc := newAuthService(t)
-	cfg := fakeenvoy.MustParseChain(t, `{"plugins":[{"name":"ext-auth","config":{"url":"`+svc.URL+`","allowed_upstream_headers":["x-user"]}}]}`)
-	res := fakeenvoy.Do(filtermanager.Factory, cfg, fakeenvoy.Request{Headers: [][2]string{{"authorization", "Bearer good"}}})
+	cfg := fakeenvoy.MustParseChain(t, `{"plugins":[{"name":"ext-auth","config":{"url":"`+svc.URL+`","allowed_upstream_headers":["x-user"],"consumer_from_header":"x-user"}}]}`)
+	res := fakeenvoy.Do(filtermanager.Factory, cfg, fakeenvoy.Request{Headers: [][2]string{{"authorization", "Bearer good"}, {"x-consumer-name", "spoofed"}}})
 	if res.Status != 200 || res.Upstream == nil || len(res.Violations) > 0 {
 		t.Fatalf("status %d violations %v", res.Status, res.Violations)
 	}
 	if got := res.Upstream.Headers["x-user"]; len(got) != 1 || got[0] != "alice" {
 		t.Fatalf("upstream x-user %v", got)
+	}
+	if got := res.Upstream.Headers["x-consumer-name"]; len(got) != 1 || got[0] != "alice" {
+		t.Fatalf("upstream x-consumer-name %v", got)
+	}
+	// The consumer the service named is what later golang filters see.
+	var c api.Consumer
+	if err := json.Unmarshal([]byte(res.FilterState["moe.consumer"]), &c); err != nil || c.Name != "alice" {
+		t.Fatalf("filter state %v (%v)", res.FilterState, err)
 	}
 	res = fakeenvoy.Do(filtermanager.Factory, cfg, fakeenvoy.Request{Headers: [][2]string{{"authorization", "Bearer bad"}}})
 	if res.Status != 401 || res.Body != "denied by service" || len(res.Violations) > 0 {

@@ -9,8 +9,8 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/moeproxy/moe/plugins/auth/internal/authn"
 	"github.com/moeproxy/moe/shared/api"
+	"github.com/moeproxy/moe/shared/consumer"
 )
 
 // result is the service's answer, immutable once built: a cached one is shared
@@ -104,13 +104,13 @@ func (rt *runtime) check(ctx context.Context, h api.RequestHeaderMap, body api.B
 			res.upVals = make([]string, len(rt.upstream))
 			res.upOK = make([]bool, len(rt.upstream))
 			for i, name := range rt.upstream {
-				if vs := resp.Header.Values(name); len(vs) > 0 && authn.SafeHeaderValue(vs[0]) {
+				if vs := resp.Header.Values(name); len(vs) > 0 && consumer.SafeHeaderValue(vs[0]) {
 					res.upVals[i], res.upOK[i] = vs[0], true
 				}
 			}
 		}
 		if rt.consumerFrom != "" {
-			if v := resp.Header.Get(rt.consumerFrom); v != "" && authn.SafeHeaderValue(v) {
+			if v := resp.Header.Get(rt.consumerFrom); v != "" && consumer.SafeHeaderValue(v) {
 				res.consumer = &api.Consumer{Name: v}
 			}
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/moeproxy/moe/plugins/auth/internal/authn"
 	"github.com/moeproxy/moe/shared/api"
+	"github.com/moeproxy/moe/shared/consumer"
 )
 
 // Config of the ext-auth plugin. Field names follow Envoy's ext_authz HTTP
@@ -48,17 +49,19 @@ type Config struct {
 	StatusOnError int `json:"status_on_error"`
 	// ConsumerFromHeader names a response header of an allowing response that
 	// holds the consumer name (e.g. "x-user"); the consumer is then set for
-	// later plugins.
+	// later plugins (and later golang filters).
 	ConsumerFromHeader string `json:"consumer_from_header,omitempty"`
-	// ConsumerHeader forwards the consumer name upstream ("" disables).
+	// ConsumerHeader forwards the consumer name upstream ("" disables): the
+	// one the service named, else the one an earlier auth plugin set; a
+	// client's value is removed.
 	ConsumerHeader string `json:"consumer_header"`
 	// MaxIdleConnections kept open to the service (connection reuse).
 	MaxIdleConnections int `json:"max_idle_connections"`
 	// Cache caches allow and deny results (never errors).
 	Cache CacheConfig `json:"cache"`
 
-	rt     *runtime
-	filter *filter // shared by all requests of this config: no allocation per request
+	rt     *runtime // built by Init (compiled.go)
+	filter *filter  // shared by all requests of this config: no allocation per request
 }
 
 // BodyConfig is Envoy's with_request_body.
@@ -81,8 +84,8 @@ type CacheConfig struct {
 	KeyIncludesPath bool `json:"key_includes_path"`
 }
 
-// NewConfig returns the defaults.
-func NewConfig() any {
+// newConfig returns the defaults.
+func newConfig() any {
 	return &Config{
 		Timeout:            api.Duration(200 * time.Millisecond),
 		AllowedHeaders:     []string{"authorization"},
@@ -132,8 +135,8 @@ func (c *Config) Validate() error {
 	if c.PathPrefix != "" && (!strings.HasPrefix(c.PathPrefix, "/") || strings.ContainsAny(c.PathPrefix, "?# \t\r\n")) {
 		return api.FieldErrorf("path_prefix", "must start with / and hold no query, fragment or spaces")
 	}
-	if c.Timeout.D() < time.Millisecond || c.Timeout.D() > time.Minute {
-		return api.FieldErrorf("timeout", "must be between 1ms and 1m, got %s", c.Timeout.D())
+	if err := api.CheckRange("timeout", c.Timeout.D(), time.Millisecond, time.Minute); err != nil {
+		return err
 	}
 	for _, l := range []struct {
 		f       string
@@ -148,18 +151,22 @@ func (c *Config) Validate() error {
 		if !validHeaderName(k) {
 			return api.FieldErrorf("headers_to_add."+k, "invalid header name")
 		}
-		if !authn.SafeHeaderValue(v) {
+		if !consumer.SafeHeaderValue(v) {
 			return api.FieldErrorf("headers_to_add."+k, "value holds control characters")
 		}
 	}
-	if b := c.WithRequestBody; b != nil && (b.MaxRequestBytes < 1 || b.MaxRequestBytes > 64<<20) {
-		return api.FieldErrorf("with_request_body.max_request_bytes", "must be between 1 and 67108864, got %d", b.MaxRequestBytes)
+	if b := c.WithRequestBody; b != nil {
+		if err := api.CheckRange("with_request_body.max_request_bytes", b.MaxRequestBytes, 1, 64<<20); err != nil {
+			return err
+		}
 	}
-	if c.MaxResponseBody < 0 || c.MaxResponseBody > 1<<20 {
-		return api.FieldErrorf("max_response_body", "must be between 0 and 1048576, got %d", c.MaxResponseBody)
+	if err := api.CheckRange("max_response_body", c.MaxResponseBody, 0, 1<<20); err != nil {
+		return err
 	}
-	if c.StatusOnError < 200 || c.StatusOnError > 599 {
-		return api.FieldErrorf("status_on_error", "must be an HTTP status (200-599), got %d", c.StatusOnError)
+	// Not CheckStatus: like Envoy's status_on_error, any status may be chosen
+	// (a 2xx too, for clients that cannot handle errors).
+	if err := api.CheckRange("status_on_error", c.StatusOnError, 200, 599); err != nil {
+		return err
 	}
 	if c.ConsumerFromHeader != "" && !validHeaderName(c.ConsumerFromHeader) {
 		return api.FieldErrorf("consumer_from_header", "invalid header name %q", c.ConsumerFromHeader)
@@ -167,34 +174,16 @@ func (c *Config) Validate() error {
 	if c.ConsumerHeader != "" && !validHeaderName(c.ConsumerHeader) {
 		return api.FieldErrorf("consumer_header", "invalid header name %q", c.ConsumerHeader)
 	}
-	if c.MaxIdleConnections < 0 || c.MaxIdleConnections > 10000 {
-		return api.FieldErrorf("max_idle_connections", "must be between 0 and 10000")
-	}
-	if c.Cache.TTL < 0 {
-		return api.FieldErrorf("cache.ttl", "must not be negative")
-	}
-	if c.Cache.TTL > 0 && (c.Cache.MaxEntries < 1 || c.Cache.MaxEntries > 10_000_000) {
-		return api.FieldErrorf("cache.max_entries", "must be between 1 and 10000000, got %d", c.Cache.MaxEntries)
-	}
-	return nil
-}
-
-// Init builds the HTTP client, the cache and the metrics of this config version.
-func (c *Config) Init(env api.ConfigEnv) error {
-	rt, err := newRuntime(c, env)
-	if err != nil {
+	if err := api.CheckRange("max_idle_connections", c.MaxIdleConnections, 0, 10000); err != nil {
 		return err
 	}
-	c.rt = rt
-	c.filter = &filter{rt: rt}
-	return nil
-}
-
-// Destroy closes the idle connections of this config version.
-func (c *Config) Destroy() {
-	if c.rt != nil {
-		c.rt.client.CloseIdleConnections()
+	if err := api.CheckMin("cache.ttl", c.Cache.TTL.D(), 0); err != nil {
+		return err
 	}
+	if c.Cache.TTL > 0 {
+		return api.CheckRange("cache.max_entries", c.Cache.MaxEntries, 1, 10_000_000)
+	}
+	return nil
 }
 
 // Needs: the check is network I/O, so OnReceive may block (it then runs in a

@@ -113,7 +113,7 @@ func TestE2EBadConfigIsRefused(t *testing.T) {
 	out := hosttest.StartChainExpectFailure(t, hosttest.Chain{Plugins: []hosttest.Plugin{{
 		Name: "ext-auth", Config: map[string]any{"url": "http://127.0.0.1:1", "timeout": "0s"},
 	}}})
-	for _, want := range []string{"ext-auth", "timeout", "between 1ms and 1m"} {
+	for _, want := range []string{"ext-auth", "timeout", "must be between 1ms and 1m0s, got 0s"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/moeproxy/moe/plugins/auth/internal/authn"
 	"github.com/moeproxy/moe/shared/api"
+	"github.com/moeproxy/moe/shared/consumer"
 )
 
 // filter is stateless and shared by all requests of a config version.
@@ -18,8 +19,7 @@ func (f *filter) OnReceive(ctx api.Context, h api.RequestHeaderMap, body api.Buf
 	if rt.body != nil && !rt.body.AllowPartialMessage && body != nil && body.Len() > rt.body.MaxRequestBytes {
 		// Normally the framework already answered 413 (Needs.MaxRequestBody).
 		rt.tooLargeC.Inc(1)
-		rt.bodyTooLarge.Send(ctx)
-		return api.Stop
+		return reply(ctx, rt.bodyTooLarge)
 	}
 	var key [32]byte
 	if rt.cache != nil {
@@ -42,8 +42,7 @@ func (f *filter) OnReceive(ctx api.Context, h api.RequestHeaderMap, body api.Buf
 func (rt *runtime) apply(ctx api.Context, h api.RequestHeaderMap, res *result) api.Status {
 	if !res.allow {
 		rt.deniedC.Inc(1)
-		_ = ctx.Receiver().SendHijackReplyWithBody(res.status, res.headers, res.body)
-		return api.Stop
+		return ctx.Reply(res.status, res.body, res.headers)
 	}
 	for i, name := range rt.upstream {
 		if res.upOK[i] {
@@ -52,9 +51,25 @@ func (rt *runtime) apply(ctx api.Context, h api.RequestHeaderMap, res *result) a
 			_ = h.Del(name) // the client must not supply what the service vouches for
 		}
 	}
-	authn.SetConsumer(ctx, h, res.consumer, rt.consumerHeader)
+	rt.identify(ctx, h, res.consumer)
 	rt.allowedC.Inc(1)
 	return api.Continue
+}
+
+// identify sets the consumer the service named and forwards it in
+// consumer_header. When the service named none, the header carries the
+// consumer an earlier auth plugin established, or is removed: it never
+// comes from the client.
+func (rt *runtime) identify(ctx api.Context, h api.RequestHeaderMap, c *api.Consumer) {
+	if c != nil {
+		consumer.Identify(ctx, h, c, rt.consumerHeader)
+		return
+	}
+	consumer.Forward(ctx, h, rt.consumerHeader)
+}
+
+func reply(ctx api.Context, r *authn.Reply) api.Status {
+	return ctx.Reply(r.Status, r.Body, r.Headers)
 }
 
 // fail handles a service that did not answer: fail open or closed.
@@ -81,9 +96,8 @@ func (rt *runtime) fail(ctx api.Context, h api.RequestHeaderMap, err error) api.
 		for _, name := range rt.upstream {
 			_ = h.Del(name)
 		}
-		authn.SetConsumer(ctx, h, nil, rt.consumerHeader)
+		rt.identify(ctx, h, nil)
 		return api.Continue
 	}
-	rt.errorReply.Send(ctx)
-	return api.Stop
+	return reply(ctx, rt.errorReply)
 }

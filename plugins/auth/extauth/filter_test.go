@@ -299,6 +299,11 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		{"body limit", `{"url":"http://a","with_request_body":{}}`, "with_request_body.max_request_bytes"},
 		{"status", `{"url":"http://a","status_on_error":42}`, "status_on_error"},
 		{"cache size", `{"url":"http://a","cache":{"ttl":"1s","max_entries":0}}`, "cache.max_entries"},
+		{"negative cache ttl", `{"url":"http://a","cache":{"ttl":"-1s"}}`, "cache.ttl"},
+		{"response body cap", `{"url":"http://a","max_response_body":2000000}`, "max_response_body"},
+		{"idle connections", `{"url":"http://a","max_idle_connections":-1}`, "max_idle_connections"},
+		{"timeout too long", `{"url":"http://a","timeout":"2m"}`, "timeout"},
+		{"consumer header name", `{"url":"http://a","consumer_from_header":"x user"}`, "consumer_from_header"},
 		{"unknown field", `{"url":"http://a","failure_mode":true}`, "failure_mode"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -349,5 +354,46 @@ func TestConcurrentChecksWithCache(t *testing.T) {
 	wg.Wait()
 	if m.Count("allowed")+m.Count("denied") != 240 {
 		t.Fatalf("allowed+denied = %d", m.Count("allowed")+m.Count("denied"))
+	}
+}
+
+// consumer_header is ext-auth's to fill: the consumer the service named,
+// else the one an earlier auth plugin established, else nothing; never the
+// client's value.
+func TestConsumerHeaderWhenTheServiceNamesNoConsumer(t *testing.T) {
+	svc := newAuthService(t)
+	dead := deadURL(t)
+	for _, tc := range []struct {
+		name, cfg, auth string
+		earlier         *api.Consumer
+		want            string // "" = header absent
+		wantConsumer    string
+	}{
+		{"service names the consumer", `{"url":"` + svc.URL + `","consumer_from_header":"x-user"}`, "Bearer good", &api.Consumer{Name: "bob"}, "alice", "alice"},
+		{"service names none, earlier consumer kept", `{"url":"` + svc.URL + `"}`, "Bearer good", &api.Consumer{Name: "bob"}, "bob", "bob"},
+		{"service names none, no earlier consumer", `{"url":"` + svc.URL + `"}`, "Bearer good", nil, "", ""},
+		{"consumer header absent in the answer", `{"url":"` + svc.URL + `","consumer_from_header":"x-none"}`, "Bearer good", nil, "", ""},
+		{"fail open keeps the earlier consumer", `{"url":"` + dead + `","failure_mode_allow":true}`, "Bearer good", &api.Consumer{Name: "bob"}, "bob", "bob"},
+		{"fail open without a consumer", `{"url":"` + dead + `","failure_mode_allow":true,"consumer_from_header":"x-user"}`, "Bearer good", nil, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, _ := newCfg(t, tc.cfg)
+			req := withAuth(tc.auth)
+			req.Set("x-consumer-name", "spoofed")
+			ctx := fakeframework.NewContext(Name, req)
+			if tc.earlier != nil {
+				ctx.SetConsumer(tc.earlier)
+			}
+			if st := cfg.filter.OnReceive(ctx, req, nil, nil); st != api.Continue {
+				t.Fatalf("denied: %+v", ctx.Replied)
+			}
+			got, ok := req.Get("x-consumer-name")
+			if tc.want == "" && ok || tc.want != "" && got != tc.want {
+				t.Fatalf("x-consumer-name %q (present %v), want %q", got, ok, tc.want)
+			}
+			if c := ctx.Consumer(); (c == nil) != (tc.wantConsumer == "") || c != nil && c.Name != tc.wantConsumer {
+				t.Fatalf("consumer %+v, want %q", c, tc.wantConsumer)
+			}
+		})
 	}
 }

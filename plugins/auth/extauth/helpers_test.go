@@ -103,19 +103,17 @@ func newCfg(t testing.TB, cfgJSON string) (*Config, *fakeframework.Env) {
 }
 
 func tryConfig(cfgJSON string) (*Config, *fakeframework.Env, error) {
-	cfg := NewConfig().(*Config)
+	cfg := newConfig().(*Config)
 	if err := config.DecodeStrict([]byte(cfgJSON), cfg); err != nil {
 		return nil, nil, err
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, err
 	}
-	m := fakeframework.NewEnv("ext-auth", false)
-	rt, err := newRuntime(cfg, m)
-	if err != nil {
+	m := fakeframework.NewEnv(Name, false)
+	if err := cfg.Init(m); err != nil {
 		return nil, nil, err
 	}
-	cfg.rt = rt
 	return cfg, m, nil
 }
 

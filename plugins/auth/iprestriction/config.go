@@ -1,9 +1,6 @@
 package iprestriction
 
 import (
-	"errors"
-	"fmt"
-
 	"github.com/moeproxy/moe/shared/api"
 )
 
@@ -28,10 +25,7 @@ type Config struct {
 	Status  int    `json:"status"`
 	Message string `json:"message"`
 
-	allow, deny    *ipSet
-	fallbackRemote bool
-	replyHeaders   api.Headers
-	m              metricSet
+	compiled // built by Validate and Init (compiled.go)
 }
 
 const (
@@ -48,8 +42,9 @@ func newConfig() any {
 	}
 }
 
-// Validate checks values and compiles the address sets (so a bad entry is
-// reported with its index, and Init has nothing left that can fail).
+// Validate checks values and compiles the address sets: compiling is the
+// check (a bad entry is reported with its index), and offline validation
+// (moectl) runs Validate, not Init.
 func (c *Config) Validate() error {
 	if len(c.Allow) == 0 && len(c.Deny) == 0 {
 		return api.FieldErrorf("", "at least one of allow or deny must list an address")
@@ -61,38 +56,12 @@ func (c *Config) Validate() error {
 	if c.deny, err = compileList("deny", c.Deny); err != nil {
 		return err
 	}
-	if c.XFFNumTrustedHops < 0 || c.XFFNumTrustedHops > maxTrustedHops {
-		return api.FieldErrorf("xff_num_trusted_hops", "must be between 0 and %d, got %d", maxTrustedHops, c.XFFNumTrustedHops)
+	if err := api.CheckRange("xff_num_trusted_hops", c.XFFNumTrustedHops, 0, maxTrustedHops); err != nil {
+		return err
 	}
-	switch c.XFFFallback {
-	case fallbackDeny:
-	case fallbackRemote:
-		c.fallbackRemote = true
-	default:
-		return api.FieldErrorf("xff_fallback", "must be %q or %q, got %q", fallbackDeny, fallbackRemote, c.XFFFallback)
+	if err := api.CheckOneOf("xff_fallback", c.XFFFallback, fallbackDeny, fallbackRemote); err != nil {
+		return err
 	}
-	if c.Status < 400 || c.Status > 599 {
-		return api.FieldErrorf("status", "must be a 4xx or 5xx code, got %d", c.Status)
-	}
-	return nil
-}
-
-func compileList(field string, entries []string) (*ipSet, error) {
-	s, err := newIPSet(entries)
-	if err != nil {
-		var ee *entryError
-		if errors.As(err, &ee) {
-			return nil, api.FieldErrorf(fmt.Sprintf("%s[%d]", field, ee.index), "%v", ee.err)
-		}
-		return nil, api.FieldErrorf(field, "%v", err)
-	}
-	return s, nil
-}
-
-// Init defines the metrics and the reply headers once per config version.
-func (c *Config) Init(env api.ConfigEnv) error {
-	c.m = newMetrics(env.Metrics())
-	// The framework copies reply headers, so one map serves every request.
-	c.replyHeaders = api.Headers{"content-type": {"text/plain; charset=utf-8"}}
-	return nil
+	c.fallbackRemote = c.XFFFallback == fallbackRemote
+	return api.CheckStatus("status", c.Status)
 }

@@ -106,7 +106,8 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		{"bad IP in deny", `{"deny":["1.2.3"]}`, "deny[0]", "invalid IP address"},
 		{"zone rejected", `{"deny":["fe80::1%eth0"]}`, "deny[0]", "no zone"},
 		{"negative hops", `{"deny":["1.2.3.4"],"xff_num_trusted_hops":-1}`, "xff_num_trusted_hops", "between 0 and 64"},
-		{"bad fallback", `{"deny":["1.2.3.4"],"xff_fallback":"allow"}`, "xff_fallback", "must be"},
+		{"too many hops", `{"deny":["1.2.3.4"],"xff_num_trusted_hops":65}`, "xff_num_trusted_hops", "must be between 0 and 64, got 65"},
+		{"bad fallback", `{"deny":["1.2.3.4"],"xff_fallback":"allow"}`, "xff_fallback", `must be one of deny, remote_addr, got "allow"`},
 		{"bad status", `{"deny":["1.2.3.4"],"status":200}`, "status", "4xx or 5xx"},
 		{"unknown field", `{"deny":["1.2.3.4"],"whitelist":["1.1.1.1"]}`, "whitelist", "unknown"},
 	}

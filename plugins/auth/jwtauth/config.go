@@ -1,14 +1,13 @@
 package jwtauth
 
 import (
-	"fmt"
 	"net/url"
 	"strings"
 	"time"
 
 	"github.com/moeproxy/moe/plugins/auth/internal/authn"
 	"github.com/moeproxy/moe/shared/api"
-	"github.com/moeproxy/moe/shared/log"
+	"github.com/moeproxy/moe/shared/consumer"
 )
 
 // Config of the jwt-auth plugin. See README.md for the reference.
@@ -41,15 +40,16 @@ type Config struct {
 	ForwardClaims []ClaimHeader `json:"forward_claims,omitempty"`
 	// ConsumerClaim names the claim that identifies the consumer (e.g. "sub").
 	ConsumerClaim string `json:"consumer_claim,omitempty"`
-	// Consumers maps values of ConsumerClaim to consumers. Without it, the
-	// consumer is named after the claim value.
-	Consumers []ConsumerConfig `json:"consumers,omitempty"`
+	// Consumers maps values of ConsumerClaim to consumers, together with the
+	// chain-level consumers that carry a jwt-auth credential. Without either,
+	// the consumer is named after the claim value.
+	Consumers []Consumer `json:"consumers,omitempty"`
 	// hide_credentials, consumer_header (default x-consumer-name) and
 	// anonymous_consumer, shared by the authn plugins. A token that is present
 	// but invalid is rejected even with anonymous_consumer.
 	authn.Options
 
-	rt     *runtime // built by Init
+	rt     *runtime // built by Init (compiled.go)
 	filter *filter  // shared by all requests of this config: no allocation per request
 }
 
@@ -72,12 +72,28 @@ type ClaimHeader struct {
 	Header string `json:"header"`
 }
 
-// ConsumerConfig is a consumer known to jwt-auth.
-type ConsumerConfig struct {
-	authn.ConsumerSpec
+// Credential is what a consumer carries for jwt-auth: in the plugin's own
+// consumer list (next to name, group, attributes) and as a chain-level
+// consumer's `auth.jwt-auth`.
+type Credential struct {
 	// ClaimValue is the value of consumer_claim that means this consumer
-	// (default: Name).
+	// (default: the consumer's name).
 	ClaimValue string `json:"claim_value,omitempty"`
+}
+
+// claimValue is the value a token's consumer_claim must have for this
+// consumer.
+func (c *Credential) claimValue(name string) string {
+	if c.ClaimValue != "" {
+		return c.ClaimValue
+	}
+	return name
+}
+
+// Consumer is an entry of the plugin's own consumer list.
+type Consumer struct {
+	consumer.Spec
+	Credential
 }
 
 // JWKSConfig is a JWK Set from a file or a URL (one of them, or neither).
@@ -101,8 +117,8 @@ type JWKSConfig struct {
 
 func (j *JWKSConfig) enabled() bool { return j.URL != "" || j.File != "" }
 
-// NewConfig returns the defaults.
-func NewConfig() any {
+// newConfig returns the defaults.
+func newConfig() any {
 	return &Config{
 		Realm:        "moe",
 		Leeway:       api.Duration(60 * time.Second),
@@ -140,20 +156,20 @@ func validHeaderName(s string) bool { return authn.ValidHeaderName(s) }
 
 // Validate checks values; keys are parsed (and so checked) in Init.
 func (c *Config) Validate() error {
-	if !authn.SafeHeaderValue(c.Realm) || strings.ContainsAny(c.Realm, `"\`) {
+	if !consumer.SafeHeaderValue(c.Realm) || strings.ContainsAny(c.Realm, `"\`) {
 		return fieldErr("realm", "must not contain quotes, backslashes or control characters")
 	}
 	if _, err := parseAlgs(c.Algorithms, "algorithms"); err != nil {
 		return err
 	}
-	if c.Leeway < 0 || c.Leeway.D() > time.Hour {
-		return fieldErr("leeway", "must be between 0 and 1h, got %s", c.Leeway.D())
+	if err := api.CheckRange("leeway", c.Leeway.D(), 0, time.Hour); err != nil {
+		return err
 	}
-	if c.MaxTokenSize < 64 || c.MaxTokenSize > 1<<20 {
-		return fieldErr("max_token_size", "must be between 64 and 1048576 bytes, got %d", c.MaxTokenSize)
+	if err := api.CheckRange("max_token_size", c.MaxTokenSize, 64, 1<<20); err != nil {
+		return err
 	}
 	for i, s := range c.From {
-		f := fmt.Sprintf("from[%d]", i)
+		f := api.Field("from", i)
 		n := 0
 		for _, v := range []string{s.Header, s.Query, s.Cookie} {
 			if v != "" {
@@ -172,7 +188,7 @@ func (c *Config) Validate() error {
 	}
 	seen := map[string]bool{}
 	for i, fc := range c.ForwardClaims {
-		f := fmt.Sprintf("forward_claims[%d]", i)
+		f := api.Field("forward_claims", i)
 		if fc.Claim == "" {
 			return fieldErr(f+".claim", "required")
 		}
@@ -188,20 +204,19 @@ func (c *Config) Validate() error {
 	if err := c.Options.Validate(); err != nil {
 		return err
 	}
-	values := map[string]int{}
-	for i, cc := range c.Consumers {
-		f := fmt.Sprintf("consumers[%d]", i)
-		if err := cc.Check(f); err != nil {
+	// The own list is checked here too (not only by consumer.Collect in Init),
+	// so that offline validation (moectl, which runs no Init) reports it; the
+	// chain's consumers are checked against it in Init.
+	names, values := consumer.Names{}, claimValues{}
+	for i := range c.Consumers {
+		cc := &c.Consumers[i]
+		f := api.Field("consumers", i)
+		if err := names.Add(f, &cc.Spec); err != nil {
 			return err
 		}
-		v := cc.ClaimValue
-		if v == "" {
-			v = cc.Name
+		if err := values.add(f, cc.claimValue(cc.Name)); err != nil {
+			return err
 		}
-		if j, dup := values[v]; dup {
-			return fieldErr(f, "claim value %q is also used by consumers[%d]", v, j)
-		}
-		values[v] = i
 	}
 	j := &c.JWKS
 	if j.URL != "" && j.File != "" {
@@ -224,45 +239,35 @@ func (c *Config) Validate() error {
 		{"jwks.retry_backoff", j.RetryBackoff, time.Millisecond},
 		{"jwks.retry_backoff_max", j.RetryBackoffMax, time.Millisecond},
 	} {
-		if d.v.D() < d.min {
-			return fieldErr(d.name, "must be at least %s, got %s", d.min, d.v.D())
+		if err := api.CheckMin(d.name, d.v.D(), d.min); err != nil {
+			return err
 		}
 	}
 	if j.RetryBackoffMax < j.RetryBackoff {
 		return fieldErr("jwks.retry_backoff_max", "must not be below retry_backoff")
 	}
-	if j.MaxSize < 64 {
-		return fieldErr("jwks.max_size", "must be at least 64 bytes")
+	return api.CheckMin("jwks.max_size", j.MaxSize, 64)
+}
+
+// claimValues maps the claim values of consumers to the entry (its config
+// path) that uses each, so two consumers cannot share one.
+type claimValues map[string]string
+
+func (v claimValues) add(field, value string) error {
+	if other, dup := v[value]; dup {
+		return fieldErr(field+".claim_value", "claim value %q is also used by %s", value, describeEntry(other))
 	}
+	v[value] = field
 	return nil
 }
 
-// Init parses keys, indexes consumers, precomputes replies and metrics, and
-// starts the JWKS refresher.
-func (c *Config) Init(env api.ConfigEnv) error {
-	return c.init(env, log.Plugin(env.PluginName()))
-}
-
-// init is Init with an injectable logger (Envoy's logger is not there in unit
-// tests).
-func (c *Config) init(env api.ConfigEnv, logger api.Logger) error {
-	rt, err := newRuntime(c, env, logger)
-	if err != nil {
-		return err
+// describeEntry says which list a consumer entry is in: "consumers[1]" is
+// the plugin's own list, "consumers[3].auth.jwt-auth" the chain's.
+func describeEntry(field string) string {
+	if strings.Contains(field, ".auth.") {
+		return "the chain's " + field
 	}
-	c.rt = rt
-	c.filter = &filter{rt: rt}
-	if rt.jwks != nil {
-		rt.jwks.start()
-	}
-	return nil
-}
-
-// Destroy stops the JWKS refresher of this config version.
-func (c *Config) Destroy() {
-	if c.rt != nil && c.rt.jwks != nil && c.rt.ownsJWKS {
-		c.rt.jwks.close()
-	}
+	return "jwt-auth's " + field
 }
 
 // merge applies a per-route config over the parent's: the route's values win,

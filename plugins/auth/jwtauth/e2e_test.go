@@ -12,6 +12,8 @@ import (
 const (
 	exampleGood = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCIsImtpZCI6ImV4YW1wbGUtaHMifQ.eyJzdWIiOiJhbGljZSIsImlzcyI6Imh0dHBzOi8vaWRwLmV4YW1wbGUiLCJhdWQiOiJtb2UtZXhhbXBsZSIsInRpZXIiOiJnb2xkIn0.c4_QJIKjucFxkkAnnPlhviEc2X0MjM6KYjdmC7PdXSM"
 	exampleOld  = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCIsImtpZCI6ImV4YW1wbGUtaHMifQ.eyJzdWIiOiJhbGljZSIsImlzcyI6Imh0dHBzOi8vaWRwLmV4YW1wbGUiLCJhdWQiOiJtb2UtZXhhbXBsZSIsImV4cCI6MTcwMDAwMDAwMH0.3Pgkz1A-cOUgNseERh2K633O68j1zNDXwKZ-DK9UByE"
+	// sub "bob": a chain-level consumer (the moe config's consumers list).
+	exampleBob = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCIsImtpZCI6ImV4YW1wbGUtaHMifQ.eyJzdWIiOiJib2IiLCJpc3MiOiJodHRwczovL2lkcC5leGFtcGxlIiwiYXVkIjoibW9lLWV4YW1wbGUifQ.4Lz-5-pJoRkothqG9LrThxbPnIZ4p23fj7wRREYhPu8"
 )
 
 // TestE2EExample runs envoy/examples/jwt-auth.yaml through moe-host and the
@@ -40,6 +42,13 @@ func TestE2EExample(t *testing.T) {
 	e = hosttest.DecodeEcho(t, resp)
 	if e.Header("x-consumer-name") != "alice-app" || e.URI != "/items?x=1&y=2" {
 		t.Fatalf("query token: consumer %q path %q", e.Header("x-consumer-name"), e.URI)
+	}
+
+	// bob-app is a chain-level consumer, identified by jwt-auth through the
+	// real host and library.
+	resp, _ = hosttest.Get(t, h.URL+"/", "authorization", "Bearer "+exampleBob, "x-consumer-name", "alice-app")
+	if e := hosttest.DecodeEcho(t, resp); e.Header("x-consumer-name") != "bob-app" || len(e.Values("X-Consumer-Name")) != 1 || e.Header("x-jwt-sub") != "bob" {
+		t.Fatalf("chain consumer: upstream headers %v", e.Headers)
 	}
 
 	resp, body = hosttest.Get(t, h.URL+"/", "authorization", "Bearer "+exampleOld)
@@ -82,13 +91,17 @@ func TestE2EExample(t *testing.T) {
 	if e := hosttest.DecodeEcho(t, resp); e.Header("x-consumer-name") != "alice-app" {
 		t.Fatalf("token on the anonymous route: %v", e.Headers)
 	}
+	resp, _ = hosttest.Get(t, h.URL+"/public/x", "authorization", "Bearer "+exampleBob)
+	if e := hosttest.DecodeEcho(t, resp); e.Header("x-consumer-name") != "bob-app" {
+		t.Fatalf("chain consumer on the anonymous route: %v", e.Headers)
+	}
 	resp, _ = hosttest.Get(t, h.URL+"/public/x", "authorization", "Bearer "+exampleOld)
 	if resp.StatusCode != 401 {
 		t.Fatalf("expired token on the anonymous route: %d", resp.StatusCode)
 	}
 
 	for name, min := range map[string]int64{
-		"moe_jwt_auth_allowed": 3, "moe_jwt_auth_anonymous": 1, "moe_jwt_auth_denied_missing_token": 1,
+		"moe_jwt_auth_allowed": 5, "moe_jwt_auth_anonymous": 1, "moe_jwt_auth_denied_missing_token": 1,
 		"moe_jwt_auth_denied_expired": 2, "moe_jwt_auth_denied_invalid_signature": 1,
 		"moe_jwt_auth_denied_algorithm_not_allowed": 1, "moe_jwt_auth_denied_token_too_large": 1,
 	} {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/moeproxy/moe/plugins/auth/internal/authn"
 	"github.com/moeproxy/moe/shared/api"
+	"github.com/moeproxy/moe/shared/consumer"
 	"github.com/moeproxy/moe/shared/variables"
 )
 
@@ -13,12 +14,12 @@ type filter struct{ rt *runtime }
 
 func (f *filter) OnReceive(ctx api.Context, h api.RequestHeaderMap, _ api.Buffer, _ api.HeaderMap) api.Status {
 	rt := f.rt
-	if rt.anonymous != nil && authn.AlreadyAuthenticated(ctx) {
+	if rt.anonymous != nil && consumer.Authenticated(ctx) {
 		// With anonymous access on, auth plugins combine with OR (Kong style):
 		// an earlier one already authenticated the caller. The claim headers
 		// this plugin vouches for must still not come from the client.
 		rt.clearForwarded(h)
-		authn.StepAside(ctx, h, rt.consumerHeader)
+		consumer.Forward(ctx, h, rt.consumerHeader)
 		rt.skippedC.Inc(1)
 		return api.Continue
 	}
@@ -29,7 +30,7 @@ func (f *filter) OnReceive(ctx api.Context, h api.RequestHeaderMap, _ api.Buffer
 	if !found {
 		if rt.anonymous != nil {
 			rt.clearForwarded(h)
-			authn.SetConsumer(ctx, h, rt.anonymous, rt.consumerHeader)
+			consumer.Identify(ctx, h, rt.anonymous, rt.consumerHeader)
 			rt.anonC.Inc(1)
 			return api.Continue
 		}
@@ -41,18 +42,18 @@ func (f *filter) OnReceive(ctx api.Context, h api.RequestHeaderMap, _ api.Buffer
 	if !ok {
 		return rt.deny(ctx, r)
 	}
-	var consumer *api.Consumer
+	var who *api.Consumer
 	if rt.consumerClaim != "" {
 		name, ok := claimValue(cl, nil, rt.consumerClaim)
 		switch {
 		case !ok:
 			return rt.deny(ctx, rUnknownConsumer)
 		case rt.consumers != nil:
-			if consumer = rt.consumers[name]; consumer == nil {
+			if who = rt.consumers[name]; who == nil {
 				return rt.deny(ctx, rUnknownConsumer)
 			}
 		default:
-			consumer = &api.Consumer{Name: name}
+			who = &api.Consumer{Name: name}
 		}
 	} else if rt.consumers != nil {
 		// A route listed consumers, but neither it nor its parent names the
@@ -70,15 +71,15 @@ func (f *filter) OnReceive(ctx api.Context, h api.RequestHeaderMap, _ api.Buffer
 	if rt.hide {
 		rt.hideTokens(h)
 	}
-	authn.SetConsumer(ctx, h, consumer, rt.consumerHeader)
+	consumer.Identify(ctx, h, who, rt.consumerHeader)
 	rt.allowedC.Inc(1)
 	return api.Continue
 }
 
 func (rt *runtime) deny(ctx api.Context, r reason) api.Status {
 	rt.denied[r].Inc(1)
-	rt.replies[r].Send(ctx)
-	return api.Stop
+	rp := rt.replies[r]
+	return ctx.Reply(rp.Status, rp.Body, rp.Headers)
 }
 
 func (rt *runtime) clearForwarded(h api.RequestHeaderMap) {

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/moeproxy/moe/shared/api"
+	"github.com/moeproxy/moe/shared/config"
+	"github.com/moeproxy/moe/shared/registry"
 	"github.com/moeproxy/moe/shared/testing/fakeframework"
 )
 
@@ -296,6 +298,10 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		{"bad source", `{"keys":[{"secret":"` + string(hmacKey) + `"}],"from":[{"header":"a","query":"b"}]}`, "from[0]"},
 		{"bad claim header", `{"keys":[{"secret":"` + string(hmacKey) + `"}],"forward_claims":[{"claim":"sub","header":"x y"}]}`, "forward_claims[0].header"},
 		{"consumers without claim", `{"keys":[{"secret":"` + string(hmacKey) + `"}],"consumers":[{"name":"a"}]}`, "consumer_claim"},
+		{"consumer name twice", `{"keys":[{"secret":"` + string(hmacKey) + `"}],"consumer_claim":"sub","consumers":[{"name":"a","claim_value":"1"},{"name":"a","claim_value":"2"}]}`, "consumers[1].name"},
+		{"claim value twice", `{"keys":[{"secret":"` + string(hmacKey) + `"}],"consumer_claim":"sub","consumers":[{"name":"a","claim_value":"x"},{"name":"b","claim_value":"x"}]}`, "consumers[1].claim_value"},
+		{"claim value is another's name", `{"keys":[{"secret":"` + string(hmacKey) + `"}],"consumer_claim":"sub","consumers":[{"name":"a"},{"name":"b","claim_value":"a"}]}`, "consumers[1].claim_value"},
+		{"consumer name with CRLF", `{"keys":[{"secret":"` + string(hmacKey) + `"}],"consumer_claim":"sub","consumers":[{"name":"a\r\nx: y"}]}`, "consumers[0].name"},
 		{"unknown field", `{"keyz":[]}`, "keyz"},
 		{"realm quote", `{"realm":"a\"b"}`, "realm"},
 		{"small rsa", `{"keys":[{"pem":` + string(mustJSON(pubPEM(t, &smallRSA(t).PublicKey))) + `}]}`, "keys[0].pem"},
@@ -310,5 +316,16 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 				t.Fatalf("field %q (%v), want %q", fe.Field, err, tc.field)
 			}
 		})
+	}
+}
+
+// The plugin's own consumer list is checked by Validate, so offline
+// validation (moectl runs no Init) reports it too.
+func TestOwnConsumersCheckedWithoutInit(t *testing.T) {
+	p, _ := registry.Get(Name)
+	err := config.CheckPlugin(p, []byte(withHS(map[string]any{"consumer_claim": "sub",
+		"consumers": []any{map[string]any{"name": "a"}, map[string]any{"name": "b", "claim_value": "a"}}})), false)
+	if err == nil || !strings.Contains(err.Error(), `field consumers[1].claim_value: claim value "a" is also used by jwt-auth's consumers[0]`) {
+		t.Fatalf("got %v", err)
 	}
 }

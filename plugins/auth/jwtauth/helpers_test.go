@@ -119,13 +119,6 @@ func jwksJSON(t testing.TB, keys map[string]any) []byte {
 	return mustJSON(set)
 }
 
-type nopLogger struct{}
-
-func (nopLogger) Debugf(string, ...any) {}
-func (nopLogger) Infof(string, ...any)  {}
-func (nopLogger) Warnf(string, ...any)  {}
-func (nopLogger) Errorf(string, ...any) {}
-
 var fixedNow = time.Unix(1_900_000_000, 0)
 
 // newRT decodes and initializes a config like the framework does.
@@ -140,16 +133,17 @@ func newRT(t testing.TB, cfgJSON string) (*Config, *fakeframework.Env) {
 	return cfg, m
 }
 
-func tryConfig(cfgJSON string, route bool) (*Config, *fakeframework.Env, error) {
-	cfg := NewConfig().(*Config)
+func tryConfig(cfgJSON string, route bool, chain ...api.ConsumerCredential) (*Config, *fakeframework.Env, error) {
+	cfg := newConfig().(*Config)
 	if err := config.DecodeStrict([]byte(cfgJSON), cfg); err != nil {
 		return nil, nil, err
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, err
 	}
-	m := fakeframework.NewEnv("jwt-auth", route)
-	if err := cfg.init(m, nopLogger{}); err != nil {
+	m := fakeframework.NewEnv(Name, route)
+	m.ChainConsumers = chain
+	if err := cfg.Init(m); err != nil {
 		return nil, nil, err
 	}
 	return cfg, m, nil

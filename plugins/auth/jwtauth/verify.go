@@ -11,7 +11,7 @@ import (
 	"github.com/lestrrat-go/jwx/v3/jws/jwsbb"
 	"github.com/valyala/fastjson"
 
-	"github.com/moeproxy/moe/plugins/auth/internal/authn"
+	"github.com/moeproxy/moe/shared/consumer"
 )
 
 // Signature checks use jwx's jwsbb building blocks (the layer its own jws
@@ -309,7 +309,7 @@ func claimValue(cl *fastjson.Value, path []string, full string) (string, bool) {
 	default:
 		s = string(v.MarshalTo(nil))
 	}
-	if s == "" || !authn.SafeHeaderValue(s) {
+	if s == "" || !consumer.SafeHeaderValue(s) {
 		return "", false
 	}
 	return s, true

@@ -7,6 +7,7 @@ import (
 
 	"github.com/moeproxy/moe/plugins/auth/internal/authn"
 	"github.com/moeproxy/moe/shared/api"
+	"github.com/moeproxy/moe/shared/consumer"
 )
 
 // reason is why a request was refused. Each has a precomputed reply and a
@@ -63,7 +64,8 @@ type claimHeader struct {
 	header string // lower case
 }
 
-// runtime is everything Init precomputes from a Config.
+// runtime is everything Init precomputes from a Config, once per config
+// version.
 type runtime struct {
 	realm      string
 	allowed    algSet
@@ -79,7 +81,7 @@ type runtime struct {
 	forward    []claimHeader
 
 	consumerClaim  string
-	consumers      map[string]*api.Consumer // claim value -> consumer; nil: derived
+	consumers      map[string]*api.Consumer // claim value -> consumer (own and chain lists); nil: derived
 	consumerHeader string
 	hide           bool
 	anonymous      *api.Consumer
@@ -94,7 +96,29 @@ type runtime struct {
 	now func() time.Time // time.Now; tests pin it
 }
 
-func newRuntime(c *Config, env api.ConfigEnv, logger api.Logger) (*runtime, error) {
+// Init parses keys, indexes consumers (the plugin's own and the chain's),
+// precomputes replies and metrics, and starts the JWKS refresher.
+func (c *Config) Init(env api.ConfigEnv) error {
+	rt, err := newRuntime(c, env)
+	if err != nil {
+		return err
+	}
+	c.rt = rt
+	c.filter = &filter{rt: rt}
+	if rt.jwks != nil {
+		rt.jwks.start()
+	}
+	return nil
+}
+
+// Destroy stops the JWKS refresher of this config version.
+func (c *Config) Destroy() {
+	if c.rt != nil && c.rt.jwks != nil && c.rt.ownsJWKS {
+		c.rt.jwks.close()
+	}
+}
+
+func newRuntime(c *Config, env api.ConfigEnv) (*runtime, error) {
 	rt := &runtime{
 		realm:          c.Realm,
 		issuers:        c.Issuers,
@@ -132,7 +156,8 @@ func newRuntime(c *Config, env api.ConfigEnv, logger api.Logger) (*runtime, erro
 
 	m := env.Metrics()
 	if c.JWKS.enabled() {
-		rt.jwks = newJWKSSource(&c.JWKS, allowed, logger, m)
+		// env.Log stays valid after Init: the refresher logs through it.
+		rt.jwks = newJWKSSource(&c.JWKS, allowed, env.Log(), m)
 		rt.ownsJWKS = true
 		if c.JWKS.File != "" {
 			if err := rt.jwks.loadFileNow(); err != nil {
@@ -151,19 +176,8 @@ func newRuntime(c *Config, env api.ConfigEnv, logger api.Logger) (*runtime, erro
 	for _, fc := range c.ForwardClaims {
 		rt.forward = append(rt.forward, claimHeader{path: strings.Split(fc.Claim, "."), full: fc.Claim, header: strings.ToLower(fc.Header)})
 	}
-	if len(c.Consumers) > 0 && c.ConsumerClaim == "" && !env.IsRoute() {
-		// A route may leave it out and use its parent's claim (merge).
-		return nil, fieldErr("consumer_claim", "required when consumers are listed")
-	}
-	if len(c.Consumers) > 0 {
-		rt.consumers = make(map[string]*api.Consumer, len(c.Consumers))
-		for _, cc := range c.Consumers {
-			v := cc.ClaimValue
-			if v == "" {
-				v = cc.Name
-			}
-			rt.consumers[v] = cc.Consumer()
-		}
+	if err := rt.indexConsumers(c, env); err != nil {
+		return nil, err
 	}
 	rt.anonymous = c.Options.Anonymous()
 
@@ -183,4 +197,33 @@ func newRuntime(c *Config, env api.ConfigEnv, logger api.Logger) (*runtime, erro
 	rt.skippedC = m.Counter("skipped")
 	rt.refreshes = m.Counter("jwks_refresh_requested")
 	return rt, nil
+}
+
+// indexConsumers maps claim values to consumers, from the plugin's own list
+// and the chain's consumers with a jwt-auth credential (consumer.Collect
+// checks the names, unique across both lists). A claim value may name one
+// consumer only.
+func (rt *runtime) indexConsumers(c *Config, env api.ConfigEnv) error {
+	entries, err := consumer.Collect(env, "consumers", c.Consumers,
+		func(x *Consumer) (*consumer.Spec, *Credential) { return &x.Spec, &x.Credential })
+	if err != nil {
+		return err
+	}
+	if len(entries) == 0 {
+		return nil
+	}
+	if c.ConsumerClaim == "" && !env.IsRoute() {
+		// A route may leave it out and use its parent's claim (merge).
+		return fieldErr("consumer_claim", "required when consumers are listed (%s)", entries[0].Field)
+	}
+	rt.consumers = make(map[string]*api.Consumer, len(entries))
+	values := claimValues{}
+	for _, e := range entries {
+		v := e.Credential.claimValue(e.Consumer.Name)
+		if err := values.add(e.Field, v); err != nil {
+			return err
+		}
+		rt.consumers[v] = e.Consumer
+	}
+	return nil
 }

@@ -11,7 +11,8 @@ import (
 	"github.com/moeproxy/moe/shared/api"
 )
 
-// runtime is everything Init precomputes from a Config.
+// runtime is everything Init precomputes from a Config, once per config
+// version.
 type runtime struct {
 	client   *http.Client
 	scheme   string
@@ -45,6 +46,24 @@ func lowerAll(in []string) []string {
 		out[i] = strings.ToLower(s)
 	}
 	return out
+}
+
+// Init builds the HTTP client, the cache and the metrics of this config version.
+func (c *Config) Init(env api.ConfigEnv) error {
+	rt, err := newRuntime(c, env)
+	if err != nil {
+		return err
+	}
+	c.rt = rt
+	c.filter = &filter{rt: rt}
+	return nil
+}
+
+// Destroy closes the idle connections of this config version.
+func (c *Config) Destroy() {
+	if c.rt != nil {
+		c.rt.client.CloseIdleConnections()
+	}
 }
 
 func newRuntime(c *Config, env api.ConfigEnv) (*runtime, error) {

@@ -56,6 +56,18 @@ func (cs *Consumers) WithPlugins() []*ConsumerDef {
 	return out
 }
 
+// ByName maps the consumers' names to their definitions (nil when none).
+func (cs *Consumers) ByName() map[string]*api.Consumer {
+	if cs == nil || len(cs.defs) == 0 {
+		return nil
+	}
+	m := make(map[string]*api.Consumer, len(cs.defs))
+	for _, d := range cs.defs {
+		m[d.Consumer.Name] = d.Consumer
+	}
+	return m
+}
+
 // Len is the number of consumers.
 func (cs *Consumers) Len() int {
 	if cs == nil {

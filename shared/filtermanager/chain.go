@@ -101,6 +101,8 @@ type Chain struct {
 	// plugins of its own switches to once identified (see consumers.go).
 	consumers  *config.Consumers
 	byConsumer map[string]*Chain
+	// defined are the chain-level consumers by name (nil when none).
+	defined map[string]*api.Consumer
 	// extraSlots is how many more plugins the longest consumer chain has, so
 	// a stream reserves its slots once and never moves them.
 	extraSlots int
@@ -147,6 +149,7 @@ func Build(entries []config.Entry) *Chain { return build(entries) }
 func buildWithConsumers(entries []config.Entry, consumers *config.Consumers) (*Chain, []error) {
 	c := build(entries)
 	c.consumers = consumers
+	c.defined = consumers.ByName()
 	return c, c.buildConsumerChains()
 }
 

@@ -242,3 +242,33 @@ func TestConsumerAndStringStateCrossGolangFilters(t *testing.T) {
 		t.Errorf("malformed consumer accepted: %+v", gotConsumer)
 	}
 }
+
+// A plugin that knows only the consumer's name (an external auth service
+// answered it) gets the chain's definition: group, attributes and plugins.
+func TestConsumerSetByNameTakesTheChainDefinition(t *testing.T) {
+	_, tag, _ := registerConsumerPlugins(t)
+	var seen *api.Consumer
+	byName := plugin(t, api.Needs{}, recvF{func(ctx api.Context, h api.RequestHeaderMap, _ api.Buffer, _ api.HeaderMap) api.Status {
+		if n, ok := h.Get("x-service-said"); ok {
+			ctx.SetConsumer(&api.Consumer{Name: n})
+		}
+		return api.Continue
+	}})
+	after := plugin(t, api.Needs{}, recvF{func(ctx api.Context, _ api.RequestHeaderMap, _ api.Buffer, _ api.HeaderMap) api.Status {
+		seen = ctx.Consumer()
+		return api.Continue
+	}})
+	cfg, err := parseMoe(t, `{"plugins": [{"name": "`+byName+`"}, {"name": "`+after+`"}, {"name": "`+tag+`"}],
+		"consumers": [{"name": "alice", "group": "admins", "plugins": [{"name": "`+tag+`", "config": {"tag": "alice"}}]}]}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := do(t, cfg, fakeenvoy.Request{Headers: [][2]string{{"x-service-said", "alice"}}})
+	if seen == nil || seen.Group != "admins" || res.Upstream.Headers["x-tag"][0] != "alice" {
+		t.Fatalf("consumer %+v, x-tag %v", seen, res.Upstream.Headers["x-tag"])
+	}
+	do(t, cfg, fakeenvoy.Request{Headers: [][2]string{{"x-service-said", "mallory"}}})
+	if seen == nil || seen.Name != "mallory" || seen.Group != "" {
+		t.Fatalf("an undefined name: %+v", seen)
+	}
+}

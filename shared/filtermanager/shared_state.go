@@ -45,11 +45,20 @@ func (s *stream) sharedLocked() *sharedState {
 func (s *stream) setConsumer(c *api.Consumer) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	ch := s.ch.Load()
+	if c != nil && ch.defined != nil && c.Group == "" && len(c.Attributes) == 0 {
+		// A plugin that only knows the name (ext-auth's service answered
+		// "alice") gets the chain's definition of that consumer: its group and
+		// attributes, as every plugin sees the same consumer.
+		if def, ok := ch.defined[c.Name]; ok {
+			c = def
+		}
+	}
 	s.consumer = c
 	sh := s.sharedLocked()
 	sh.consumerDirty, sh.consumerLoaded = true, true
-	if c != nil && s.ch.Load().byConsumer != nil && s.dec.active {
-		s.switchTo.Store(s.ch.Load().byConsumer[c.Name])
+	if c != nil && ch.byConsumer != nil && s.dec.active {
+		s.switchTo.Store(ch.byConsumer[c.Name])
 	}
 }
 

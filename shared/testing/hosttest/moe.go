@@ -19,6 +19,9 @@ type Plugin struct {
 type Chain struct {
 	Plugins      []Plugin
 	RoutePlugins []Plugin // nil: no per-route config
+	// Consumers are the chain-level consumers (the moe config's consumers:
+	// list), e.g. map[string]any{"name": "alice", "auth": map[string]any{"key-auth": ...}}.
+	Consumers []any
 }
 
 // moeBootstrap is an envoy.yaml with one moe golang filter and the router, valid for Envoy too.
@@ -44,7 +47,7 @@ static_resources:
               plugin_name: moe
               plugin_config:
                 "@type": type.googleapis.com/xds.type.v3.TypedStruct
-                value: {plugins: {{.PluginsJSON}}}
+                value: {plugins: {{.PluginsJSON}}{{if .ConsumersJSON}}, consumers: {{.ConsumersJSON}}{{end}}}
           - name: envoy.filters.http.router
             typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}
           route_config:
@@ -103,7 +106,14 @@ func chainVars(t testing.TB, c Chain, upstreamPort int) Vars {
 	if err != nil {
 		t.Fatalf("plugins: %v", err)
 	}
-	vars := Vars{"PluginsJSON": string(plugins), "RoutePluginsJSON": "", "UpstreamPort": upstreamPort}
+	vars := Vars{"PluginsJSON": string(plugins), "RoutePluginsJSON": "", "ConsumersJSON": "", "UpstreamPort": upstreamPort}
+	if c.Consumers != nil {
+		cs, err := json.Marshal(c.Consumers)
+		if err != nil {
+			t.Fatalf("consumers: %v", err)
+		}
+		vars["ConsumersJSON"] = string(cs)
+	}
 	if c.RoutePlugins != nil {
 		rp, err := json.Marshal(c.RoutePlugins)
 		if err != nil {

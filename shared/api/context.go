@@ -51,6 +51,18 @@ type Context interface {
 	GetState(key string) (any, bool)
 	SetState(key string, value any)
 
+	// Decide records what this plugin decided (see Decision). Replies and
+	// identified consumers are recorded by the framework already.
+	Decide(allowed bool, reason string)
+	// Decisions are the decisions recorded so far for the request, in order
+	// (nil unless a plugin of the chain declared Needs.Observe).
+	Decisions() []Decision
+	// TraceCalls times and records every plugin hook call of the request from
+	// now on (two clock reads per call, so only for requests that ask, e.g. a
+	// debug header); Calls returns them.
+	TraceCalls()
+	Calls() []PluginCall
+
 	// Var resolves a variable such as "$header_x-user" for this request. It parses
 	// the name on each call; for per-request hot paths compile a
 	// variables.Template at config time instead.

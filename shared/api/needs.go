@@ -87,6 +87,10 @@ type Needs struct {
 	MaxResponseBody int
 	// MayBlock lists the phases that may block (see Blocking).
 	MayBlock Blocking
+	// Observe: the plugin reads the request's decisions (Context.Decisions),
+	// e.g. an audit log. The framework records decisions only for chains with
+	// such a plugin.
+	Observe bool
 }
 
 // NeedsProvider may be implemented by a parsed plugin config whose needs depend

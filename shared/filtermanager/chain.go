@@ -92,6 +92,9 @@ type Chain struct {
 	// receive hook (-1 if none): after it the route is refreshed.
 	lastBeforeRoute int
 
+	// observes: some plugin reads decisions (Needs.Observe): record them.
+	observes bool
+
 	// readsRequestLater: some plugin may read request headers after the decode
 	// headers phase (a sender, a streaming receiver, or a log hook's context).
 	readsRequestLater bool
@@ -181,6 +184,9 @@ func build(entries []config.Entry) *Chain {
 		}
 		if p.hooks.Has(registry.HookDestroy) {
 			c.destroys = true
+		}
+		if p.needs.Observe {
+			c.observes = true
 		}
 	}
 	for i := len(c.plugins) - 1; i >= 0; i-- {

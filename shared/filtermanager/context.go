@@ -104,7 +104,7 @@ func (sl *slot) index() int {
 
 func (sl *slot) Consumer() *api.Consumer { return sl.s.getConsumer() }
 
-func (sl *slot) SetConsumer(c *api.Consumer) { sl.s.setConsumer(c) }
+func (sl *slot) SetConsumer(c *api.Consumer) { sl.s.setConsumer(sl.p.name, c) }
 
 func (sl *slot) GetState(key string) (any, bool) { return sl.s.getState(key) }
 

@@ -2,6 +2,7 @@ package filtermanager
 
 import (
 	"runtime/debug"
+	"time"
 
 	envoy "github.com/envoyproxy/envoy/contrib/golang/common/go/api"
 
@@ -101,6 +102,11 @@ func (s *stream) runRange(d *side, k phaseKind, chunkEnd bool, from, to int) (ou
 		sl := &s.slots[idx]
 		f := sl.filter()
 		var st api.Status
+		var start time.Time
+		tracing := s.tracing.Load()
+		if tracing {
+			start = time.Now()
+		}
 		switch {
 		case dataHook && d.decode:
 			st = f.recvData().OnReceiveData(sl, s.chunkArg(d), chunkEnd)
@@ -112,6 +118,9 @@ func (s *stream) runRange(d *side, k phaseKind, chunkEnd bool, from, to int) (ou
 		default:
 			body, trailers := s.wholeArgs(d, k)
 			st = f.send.Append(sl, &d.headers, body, trailers)
+		}
+		if tracing {
+			s.recordCall(sl.p, d.decode, dataHook, start, st)
 		}
 		// replied is an atomic so the common case (no reply) takes no lock.
 		if st == api.Stop || d.replied.Load() {

@@ -64,6 +64,7 @@ func (s *stream) setReply(d *side, plugin string, code int, headers api.HeaderMa
 	delete(hm, ":status")
 	d.reply = &localReply{code: code, body: body, headers: hm, details: "moe_reply{" + plugin + "}"}
 	d.replied.Store(true)
+	s.decideLocked(api.Decision{Plugin: plugin, Allowed: false, Reason: replyReason(body), Status: code})
 	return nil
 }
 

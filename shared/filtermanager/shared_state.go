@@ -42,7 +42,7 @@ func (s *stream) sharedLocked() *sharedState {
 	return s.shared
 }
 
-func (s *stream) setConsumer(c *api.Consumer) {
+func (s *stream) setConsumer(plugin string, c *api.Consumer) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ch := s.ch.Load()
@@ -55,6 +55,9 @@ func (s *stream) setConsumer(c *api.Consumer) {
 		}
 	}
 	s.consumer = c
+	if c != nil {
+		s.decideLocked(api.Decision{Plugin: plugin, Allowed: true, Reason: "consumer " + c.Name})
+	}
 	sh := s.sharedLocked()
 	sh.consumerDirty, sh.consumerLoaded = true, true
 	if c != nil && ch.byConsumer != nil && s.dec.active {

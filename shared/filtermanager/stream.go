@@ -82,6 +82,8 @@ type stream struct {
 	switchTo atomic.Pointer[Chain]
 	state    map[string]any
 	shared   *sharedState // nil until the consumer or state is set or read
+	obs      *observation // nil until a decision or call is recorded
+	tracing  atomic.Bool  // a plugin asked to time every call of this request
 	reqID    string
 	route    routeCache
 	start    time.Time

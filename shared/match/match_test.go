@@ -19,10 +19,10 @@ func req(method, path string, kv ...string) (*fakeframework.Context, *fakeframew
 
 func TestMatchesEveryPartThatIsSet(t *testing.T) {
 	for _, tc := range []struct {
-		name, match string
+		name, match  string
 		method, path string
-		kv          []string
-		want        bool
+		kv           []string
+		want         bool
 	}{
 		{"empty matches all", `{}`, "GET", "/", nil, true},
 		{"path prefix", `{"path": {"prefix": "/api/"}}`, "GET", "/api/x?y=1", nil, true},

@@ -91,6 +91,10 @@ type Context struct {
 	// ClearRouteCache.
 	OverrideHost string
 	RouteCleared int
+	// Recorded are the plugin's Decide calls (what Decisions returns);
+	// Tracing says TraceCalls was called.
+	Recorded []api.Decision
+	Tracing  bool
 
 	info     info  // what Receiver().RequestInfo() points to
 	rt       route // what Route() points to
@@ -132,7 +136,13 @@ func (c *Context) Reply(code int, body string, h api.HeaderMap) api.Status {
 	_ = (*recv)(c).SendHijackReplyWithBody(code, h, body)
 	return api.Stop
 }
-func (c *Context) Consumer() *api.Consumer         { return c.consumer }
+func (c *Context) Consumer() *api.Consumer { return c.consumer }
+func (c *Context) Decide(allowed bool, reason string) {
+	c.Recorded = append(c.Recorded, api.Decision{Plugin: c.Name, Allowed: allowed, Reason: reason})
+}
+func (c *Context) Decisions() []api.Decision       { return c.Recorded }
+func (c *Context) TraceCalls()                     { c.Tracing = true }
+func (c *Context) Calls() []api.PluginCall         { return nil }
 func (c *Context) SetConsumer(cs *api.Consumer)    { c.consumer = cs }
 func (c *Context) Var(name string) (string, bool)  { return variables.Lookup(c, name) }
 func (c *Context) GetState(key string) (any, bool) { v, ok := c.state[key]; return v, ok }

@@ -19,8 +19,13 @@ const (
 	e2eSecret = "alice-secret-please-rotate-me"
 )
 
-// e2eRequest signs a request with the independent client signer.
+// e2eRequest signs a request as alice-1 with the independent client signer.
 func e2eRequest(t *testing.T, base, method, path, body string, date time.Time, nonce string, list []string, extra ...string) *http.Request {
+	t.Helper()
+	return e2eRequestAs(t, e2eKey, e2eSecret, base, method, path, body, date, nonce, list, extra...)
+}
+
+func e2eRequestAs(t *testing.T, keyID, secret, base, method, path, body string, date time.Time, nonce string, list []string, extra ...string) *http.Request {
 	t.Helper()
 	req, err := http.NewRequest(method, base+path, strings.NewReader(body))
 	if err != nil {
@@ -33,7 +38,7 @@ func e2eRequest(t *testing.T, base, method, path, body string, date time.Time, n
 	for _, kv := range hs {
 		req.Header.Add(kv[0], kv[1])
 	}
-	req.Header.Set("authorization", clientSign(e2eKey, e2eSecret, "hmac-sha256", method, path, hs, list))
+	req.Header.Set("authorization", clientSign(keyID, secret, "hmac-sha256", method, path, hs, list))
 	return req
 }
 
@@ -58,6 +63,15 @@ func TestE2EExample(t *testing.T) {
 	e := hosttest.DecodeEcho(t, resp)
 	if e.Header("x-consumer-name") != "alice" || len(e.Values("X-Consumer-Name")) != 1 || e.Header("authorization") != "" {
 		t.Fatalf("upstream headers: %v", e.Headers)
+	}
+
+	// carol is a chain-level consumer (the moe config's consumers:, auth.hmac-auth).
+	resp, body = hosttest.Do(t, e2eRequestAs(t, "carol-1", "carol-secret-0123456789abcdef", h.URL, "GET", "/c", "", now, nonce(), stdList, "x-consumer-name", "alice"))
+	if resp.StatusCode != 200 {
+		t.Fatalf("chain-level consumer: %d %q", resp.StatusCode, body)
+	}
+	if e := hosttest.DecodeEcho(t, resp); e.Header("x-consumer-name") != "carol" || len(e.Values("X-Consumer-Name")) != 1 || e.Header("authorization") != "" {
+		t.Fatalf("chain-level consumer upstream headers: %v", e.Headers)
 	}
 
 	// The same request again: a replay.
@@ -123,9 +137,14 @@ func TestE2EExample(t *testing.T) {
 	if e := hosttest.DecodeEcho(t, resp); e.Header("x-consumer-name") != "guest" {
 		t.Fatalf("anonymous route: %v", e.Headers)
 	}
+	// The route lists no consumers: it keeps the filter's keys, chain consumers included.
+	resp, _ = hosttest.Do(t, e2eRequestAs(t, "carol-1", "carol-secret-0123456789abcdef", h.URL, "GET", "/public/x", "", now, nonce(), stdList))
+	if e := hosttest.DecodeEcho(t, resp); e.Header("x-consumer-name") != "carol" {
+		t.Fatalf("chain-level consumer on the anonymous route: %v", e.Headers)
+	}
 
 	for name, min := range map[string]int64{
-		"moe_hmac_auth_allowed": 2, "moe_hmac_auth_anonymous": 1, "moe_hmac_auth_denied_missing": 1,
+		"moe_hmac_auth_allowed": 4, "moe_hmac_auth_anonymous": 1, "moe_hmac_auth_denied_missing": 1,
 		"moe_hmac_auth_denied_replay": 1, "moe_hmac_auth_denied_expired": 2, "moe_hmac_auth_denied_bad_digest": 2,
 		"moe_hmac_auth_denied_bad_signature": 2, "moe_hmac_auth_denied_missing_header": 1,
 	} {
@@ -176,5 +195,23 @@ func TestE2EShellSigner(t *testing.T) {
 	}
 	if !strings.HasPrefix(string(out), "HTTP/1.1 200") || !strings.Contains(string(out), `"x-consumer-name":["alice"]`) {
 		t.Fatalf("sign.sh request refused:\n%s", out)
+	}
+
+	// PRINT=1 prints the signed curl command: sent twice, the second is a replay
+	// (what the example's comment tells users to try).
+	cmd = exec.Command("sh", "sign.sh", "GET", h.URL+"/")
+	cmd.Env = append(os.Environ(), "PRINT=1", "KEY_ID=alice-1", "SECRET="+e2eSecret)
+	line, err := cmd.Output()
+	if err != nil || !strings.HasPrefix(string(line), "curl ") {
+		t.Fatalf("sign.sh PRINT=1: %v %q", err, line)
+	}
+	for i, want := range []string{"HTTP/1.1 200", "HTTP/1.1 401"} {
+		out, err := exec.Command("sh", "-c", string(line)).CombinedOutput()
+		if err != nil || !strings.HasPrefix(string(out), want) {
+			t.Fatalf("printed request, send %d: %v\n%s", i+1, err, out)
+		}
+		if i == 1 && !strings.Contains(string(out), "replayed request") {
+			t.Fatalf("second send is not refused as a replay:\n%s", out)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package hmacauth
 
 import (
 	"hash"
+	"runtime"
 	"strings"
 	"time"
 
@@ -25,6 +26,7 @@ type compiled struct {
 	skew       time.Duration
 	body       bool
 	replay     nonceChecker // nil: replay protection off
+	redis      *redisNonces // the Redis store, owned by this config (nil with memory)
 	now        func() time.Time
 	stats      *authn.Stats
 	replies    replies
@@ -33,16 +35,18 @@ type compiled struct {
 type replies struct {
 	missing, malformed, tooLarge, badAlgorithm, badDate, expired *authn.Reply
 	invalid, badDigest, replay, badNonce, full, missingOther     *authn.Reply
+	unavailable                                                  *authn.Reply
 	missingSigned                                                map[string]*authn.Reply
 }
 
 // denial reasons (counters moe_hmac_auth_denied_<reason>).
 var reasons = []string{"missing", "malformed", "too_large", "bad_algorithm", "missing_header", "expired",
-	"unknown_key", "bad_signature", "bad_digest", "replay", "replay_cache_full"}
+	"unknown_key", "bad_signature", "bad_digest", "replay", "replay_cache_full", "nonce_store_unavailable"}
 
 // Init indexes the keys of the plugin's own consumers and of the chain's
 // (consumer.Collect: names unique across both lists), compiles the required
-// headers and the replies, and sets up the process-wide nonce cache.
+// headers and the replies, and sets up the nonce store: the process-wide
+// memory cache, or a reference on the shared Redis client.
 func (c *Config) Init(env api.ConfigEnv) error {
 	entries, err := consumer.Collect(env, "consumers", c.Consumers,
 		func(x *Consumer) (*consumer.Spec, *Credential) { return &x.Spec, &x.Credential })
@@ -74,13 +78,33 @@ func (c *Config) Init(env api.ConfigEnv) error {
 		}
 	}
 	cc.required = c.requiredHeaders()
-	cc.replies = newReplies(c.Realm, cc.required)
+	cc.replies = newReplies(c.Realm, cc.required, c.NonceStore.FailureStatus)
 
-	if c.NonceHeader != "" {
+	switch {
+	case c.NonceHeader == "":
+	case c.redisNonces():
+		// Last: nothing after it can fail, so a refused config holds no reference.
+		if cc.redis, err = newRedisNonces(&c.NonceStore, cc.skew, env); err != nil {
+			return err
+		}
+		cc.replay = cc.redis
+		// Destroy is the normal way out; as a backstop for a config dropped
+		// without it, release the client when the config is garbage (close is
+		// idempotent, and the store does not point back to the config).
+		runtime.AddCleanup(c, func(s *redisNonces) { s.close() }, cc.redis)
+	default:
 		cc.replay = sharedNonces(c.NonceCacheSize)
 	}
 	c.compiled = cc
 	return nil
+}
+
+// Destroy runs when Envoy drops this config version: the Redis client is
+// closed when no other config (of any plugin) uses it any more.
+func (c *Config) Destroy() {
+	if c.compiled != nil && c.compiled.redis != nil {
+		c.compiled.redis.close()
+	}
 }
 
 // requiredHeaders are signed_headers plus the date and nonce headers.
@@ -101,7 +125,7 @@ func (c *Config) requiredHeaders() []string {
 	return required
 }
 
-func newReplies(realm string, required []string) replies {
+func newReplies(realm string, required []string, unavailableStatus int) replies {
 	challenge := "Signature realm=" + authn.QuoteParam(realm) + ", headers=" + authn.QuoteParam(strings.Join(required, " "))
 	r := func(status int, reason string) *authn.Reply {
 		ch := challenge
@@ -122,6 +146,7 @@ func newReplies(realm string, required []string) replies {
 		replay:       r(401, "replayed request (nonce already used)"),
 		badNonce:     r(401, "malformed nonce"),
 		full:         r(503, "replay cache full, retry later"),
+		unavailable:  r(unavailableStatus, "replay check unavailable, retry later"),
 		missingOther: r(401, "missing signed header"),
 	}
 	rs.missingSigned = make(map[string]*authn.Reply, len(required))

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/moeproxy/moe/plugins/auth/internal/authn"
+	"github.com/moeproxy/moe/plugins/internal/redisclient"
 	"github.com/moeproxy/moe/shared/api"
 	"github.com/moeproxy/moe/shared/consumer"
 )
@@ -33,10 +34,14 @@ type Config struct {
 	// (default "x-nonce"; "" turns replay protection off). A (keyId, nonce) pair
 	// is refused a second time until the date plus clock_skew has passed.
 	NonceHeader string `json:"nonce_header"`
-	// NonceCacheSize bounds the replay cache (entries, process-wide; default
-	// 200000, about 10 MB). When it is full of unexpired nonces, new signed
-	// requests get 503 rather than losing replay protection.
+	// NonceCacheSize bounds the in-process replay cache (nonce_store type
+	// memory; entries, process-wide; default 200000, about 10 MB). When it is
+	// full of unexpired nonces, new signed requests get 503 rather than losing
+	// replay protection.
 	NonceCacheSize int `json:"nonce_cache_size"`
+	// NonceStore is where nonces are remembered: in this process (default) or
+	// in Redis, shared by every instance.
+	NonceStore NonceStore `json:"nonce_store"`
 	// ValidateRequestBody buffers request bodies (up to MaxBodyBytes) and checks
 	// them against a signed Digest (RFC 3230: "SHA-256=<base64>") or
 	// Content-Digest (RFC 9530: "sha-256=:<base64>:") header. A request with a
@@ -52,6 +57,25 @@ type Config struct {
 	Consumers []Consumer `json:"consumers"`
 
 	compiled *compiled // built by Init (compiled.go); shared by merged route configs
+}
+
+// NonceStore says where nonces are kept.
+type NonceStore struct {
+	// Type is "memory" (default: this process only) or "redis" (every
+	// instance pointing at the same Redis refuses a nonce seen by any of them).
+	Type string `json:"type"`
+	// Redis is the server with type redis. Configs with an equal redis section
+	// share one client (plugins/internal/redisclient), also with other plugins.
+	Redis redisclient.Config `json:"redis"`
+	// KeyPrefix namespaces the nonce keys in Redis.
+	KeyPrefix string `json:"key_prefix"`
+	// FailurePolicy is what a signed request gets when Redis fails or times
+	// out: "fail_closed" (default: answer FailureStatus; a replay check that
+	// silently passes would defeat it) or "fail_open" (let it through without
+	// the replay check).
+	FailurePolicy string `json:"failure_policy"`
+	// FailureStatus answers requests under fail_closed while Redis fails.
+	FailureStatus int `json:"failure_status"`
 }
 
 // Credential is what a consumer carries for hmac-auth: in the plugin's own
@@ -77,6 +101,12 @@ type Consumer struct {
 }
 
 const (
+	storeMemory = "memory"
+	storeRedis  = "redis"
+
+	failClosed = "fail_closed"
+	failOpen   = "fail_open"
+
 	targetToken       = "@request-target"
 	cavageTargetToken = "(request-target)" // draft-cavage spelling, accepted too
 	maxSignedHeaders  = 32
@@ -100,8 +130,15 @@ func newConfig() any {
 		ClockSkew:         api.Duration(300 * time.Second),
 		NonceHeader:       "x-nonce",
 		NonceCacheSize:    200000,
-		MaxBodyBytes:      1 << 20,
-		MaxHeaderBytes:    8192,
+		NonceStore: NonceStore{
+			Type:          storeMemory,
+			Redis:         redisclient.DefaultConfig(),
+			KeyPrefix:     "moe:hmac-auth:nonce:",
+			FailurePolicy: failClosed,
+			FailureStatus: 503,
+		},
+		MaxBodyBytes:   1 << 20,
+		MaxHeaderBytes: 8192,
 	}
 }
 
@@ -144,6 +181,9 @@ func (c *Config) Validate() error {
 	if err := api.CheckRange("nonce_cache_size", c.NonceCacheSize, 1000, 50_000_000); err != nil {
 		return err
 	}
+	if err := c.NonceStore.check("nonce_store", c.NonceHeader); err != nil {
+		return err
+	}
 	if err := api.CheckRange("max_body_bytes", c.MaxBodyBytes, 1, 64<<20); err != nil {
 		return err
 	}
@@ -156,6 +196,32 @@ func (c *Config) Validate() error {
 		}
 	}
 	return nil
+}
+
+func (s *NonceStore) check(field, nonceHeader string) error {
+	if err := api.CheckOneOf(api.Field(field, "type"), s.Type, storeMemory, storeRedis); err != nil {
+		return err
+	}
+	if s.Type == storeMemory {
+		if len(s.Redis.Addrs) > 0 {
+			return api.FieldErrorf(api.Field(field, "redis"), "is only used with type: redis")
+		}
+		return nil
+	}
+	if nonceHeader == "" {
+		return api.FieldErrorf(api.Field(field, "type"), "redis needs replay protection on (nonce_header is empty)")
+	}
+	if strings.ContainsAny(s.KeyPrefix, "{}") {
+		// A hash tag in the prefix would put every nonce on one Redis Cluster slot.
+		return api.FieldErrorf(api.Field(field, "key_prefix"), "must not contain '{' or '}', got %q", s.KeyPrefix)
+	}
+	if err := api.CheckOneOf(api.Field(field, "failure_policy"), s.FailurePolicy, failClosed, failOpen); err != nil {
+		return err
+	}
+	if err := api.CheckStatus(api.Field(field, "failure_status"), s.FailureStatus); err != nil {
+		return err
+	}
+	return s.Redis.Check(api.Field(field, "redis"))
 }
 
 // Validate checks a credential on its own (the framework calls it for the
@@ -179,19 +245,29 @@ func (k *Credential) Validate() error {
 
 // Needs: with validate_request_body the body must be buffered before
 // OnReceive (a proxy cannot know before the headers arrive whether a request
-// carries a digest, so the whole config asks for it). The replay check is a
-// map insert: the request phase stays on Envoy's worker thread.
+// carries a digest, so the whole config asks for it). With the Redis nonce
+// store the request phase calls Redis, so it runs off Envoy's worker thread;
+// the memory store is a map insert and stays inline.
 func (c *Config) Needs() api.Needs {
 	n := api.Needs{Phase: api.AfterRoute}
 	if c.ValidateRequestBody {
 		n.RequestBody = api.WholeBody
 		n.MaxRequestBody = c.MaxBodyBytes
 	}
+	if c.redisNonces() {
+		n.MayBlock = api.BlockReceive
+	}
 	return n
 }
 
-// merge applies a per-route config over its parent: the route's settings win;
-// a route without consumers keeps the parent's keys (the chain's included).
+// redisNonces reports whether nonces go to Redis.
+func (c *Config) redisNonces() bool {
+	return c.NonceHeader != "" && c.NonceStore.Type == storeRedis
+}
+
+// merge applies a per-route config over its parent: the route's settings win
+// (its nonce store included); a route without consumers keeps the parent's
+// keys (the chain's included).
 func merge(parent, route any) any {
 	p, r := parent.(*Config), route.(*Config)
 	if len(r.Consumers) > 0 || p.compiled == nil {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moeproxy/moe/plugins/internal/redisclient/redistest"
 	"github.com/moeproxy/moe/shared/testing/hosttest"
 )
 
@@ -213,5 +214,76 @@ func TestE2EShellSigner(t *testing.T) {
 		if i == 1 && !strings.Contains(string(out), "replayed request") {
 			t.Fatalf("second send is not refused as a replay:\n%s", out)
 		}
+	}
+}
+
+// TestE2ERedisNoncesAcrossInstances runs envoy/examples/hmac-auth-redis.yaml
+// twice, as two moe-host processes ("two Envoy instances") sharing one
+// redis-server started by the test: a request accepted by the first is a
+// replay for the second inside the window. Then Redis goes down: the default
+// route fails closed (503), /lenient/ fails open; and it comes back.
+func TestE2ERedisNoncesAcrossInstances(t *testing.T) {
+	r := redistest.Start(t)
+	opts := hosttest.ExampleOptions{Replace: map[string]string{"127.0.0.1:6379": r.Addr()}}
+	a := hosttest.StartExample(t, "envoy/examples/hmac-auth-redis.yaml", opts)
+	b := hosttest.StartExample(t, "envoy/examples/hmac-auth-redis.yaml", opts)
+	nonce := func() string { return fmt.Sprintf("e2e-redis-%d", time.Now().UnixNano()) }
+	now := time.Now()
+
+	n := nonce()
+	resp, body := hosttest.Do(t, e2eRequest(t, a.URL, "GET", "/orders", "", now, n, stdList))
+	if resp.StatusCode != 200 {
+		t.Fatalf("instance A: %d %q", resp.StatusCode, body)
+	}
+	if e := hosttest.DecodeEcho(t, resp); e.Header("x-consumer-name") != "alice" || e.Header("authorization") != "" {
+		t.Fatalf("instance A upstream headers: %v", e.Headers)
+	}
+	for _, h := range []*hosttest.Host{b, a} {
+		resp, body = hosttest.Do(t, e2eRequest(t, h.URL, "GET", "/orders", "", now, n, stdList))
+		if resp.StatusCode != 401 || body != "replayed request (nonce already used)\n" {
+			t.Fatalf("replay to %s: %d %q", h.URL, resp.StatusCode, body)
+		}
+	}
+	// The per-route config shares the Redis and the key prefix: a replay on
+	// another route of another instance is refused too.
+	resp, body = hosttest.Do(t, e2eRequest(t, b.URL, "GET", "/lenient/x", "", now, n, stdList))
+	if resp.StatusCode != 401 || body != "replayed request (nonce already used)\n" {
+		t.Fatalf("replay to instance B on /lenient/ (another path, so another signature): %d %q", resp.StatusCode, body)
+	}
+	if resp, body = hosttest.Do(t, e2eRequest(t, b.URL, "GET", "/orders", "", now, nonce(), stdList)); resp.StatusCode != 200 {
+		t.Fatalf("new nonce on instance B: %d %q", resp.StatusCode, body)
+	}
+	if got := b.Counter(t, "moe_hmac_auth_denied_replay"); got < 2 {
+		t.Errorf("instance B denied_replay = %d, want >= 2", got)
+	}
+
+	r.Stop()
+	resp, body = hosttest.Do(t, e2eRequest(t, a.URL, "GET", "/orders", "", now, nonce(), stdList))
+	if resp.StatusCode != 503 || body != "replay check unavailable, retry later\n" {
+		t.Fatalf("Redis down, fail_closed: %d %q", resp.StatusCode, body)
+	}
+	resp, body = hosttest.Do(t, e2eRequest(t, a.URL, "GET", "/lenient/x", "", now, nonce(), stdList))
+	if resp.StatusCode != 200 {
+		t.Fatalf("Redis down, fail_open route: %d %q", resp.StatusCode, body)
+	}
+	for name, min := range map[string]int64{
+		"moe_hmac_auth_nonce_store_errors": 2, "moe_hmac_auth_denied_nonce_store_unavailable": 1, "moe_hmac_auth_nonce_store_failed_open": 1,
+	} {
+		if got := a.Counter(t, name); got < min {
+			t.Errorf("%s = %d, want >= %d", name, got, min)
+		}
+	}
+
+	r.Start()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, _ := hosttest.Do(t, e2eRequest(t, a.URL, "GET", "/orders", "", time.Now(), nonce(), stdList))
+		if resp.StatusCode == 200 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not recovered 10s after Redis restarted: %d", resp.StatusCode)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

@@ -115,7 +115,8 @@ func (f *filter) OnReceive(ctx api.Context, h api.RequestHeaderMap, body api.Buf
 		}
 	}
 
-	// Replay last: only authenticated requests may take room in the store.
+	// Replay last: only authenticated requests may take room in the store
+	// (or cost a Redis call).
 	if c.replay != nil {
 		nonce, _ := h.Get(c.nonce)
 		if nonce == "" || len(nonce) > maxNonceBytes || len(h.Values(c.nonce)) > 1 {
@@ -126,6 +127,8 @@ func (f *filter) OnReceive(ctx api.Context, h api.RequestHeaderMap, body api.Buf
 			return c.deny(ctx, "replay", r.replay)
 		case nonceFull:
 			return c.deny(ctx, "replay_cache_full", r.full)
+		case nonceUnavailable:
+			return c.deny(ctx, "nonce_store_unavailable", r.unavailable)
 		}
 	}
 

@@ -8,7 +8,9 @@ import (
 	"github.com/moeproxy/moe/shared/api"
 )
 
-// nonceChecker records a (keyId, nonce) pair once: the replay check.
+// nonceChecker records a (keyId, nonce) pair once: the replay check. Two
+// stores implement it: nonceStore (this process) and redisNonces (shared by
+// every instance using the same Redis).
 type nonceChecker interface {
 	// check records the pair as used until expires (the signing date plus
 	// clock_skew: later the date check refuses the request anyway) and says
@@ -19,9 +21,10 @@ type nonceChecker interface {
 type nonceResult int
 
 const (
-	nonceFresh  nonceResult = iota // first use: go on
-	nonceReplay                    // seen before inside the window: 401
-	nonceFull                      // memory store full of live nonces: 503
+	nonceFresh       nonceResult = iota // first use: go on
+	nonceReplay                         // seen before inside the window: 401
+	nonceFull                           // memory store full of live nonces: 503
+	nonceUnavailable                    // Redis failed under fail_closed: failure_status
 )
 
 // nonceStore remembers (keyId, nonce) pairs until they can no longer pass the

@@ -28,7 +28,7 @@ const configHeader = "| field | type | default | required | validation | descrip
 
 // pending lists plugins whose README is not converted yet. Empty it.
 var pending = map[string]bool{
-	"consumer-restriction": true, "ext-auth": true, "hmac-auth": true,
+	"consumer-restriction": true, "ext-auth": true,
 	"ip-restriction": true, "jwt-auth": true,
 
 }

@@ -26,20 +26,11 @@ var requiredAttributes = []string{"phase", "may block", "body", "order"}
 
 const configHeader = "| field | type | default | required | validation | description |"
 
-// pending lists plugins whose README is not converted yet. Empty it.
-var pending = map[string]bool{
-	"basic-auth": true, "hmac-auth": true,
-	"key-auth": true,
-}
-
 func TestEveryPluginREADMEMatchesItsConfig(t *testing.T) {
 	root := hosttest.RepoRoot(t)
 	readmes := pluginREADMEs(t, filepath.Join(root, "plugins"))
 	for _, name := range registry.Names() {
 		t.Run(name, func(t *testing.T) {
-			if pending[name] {
-				t.Skip("README not converted to plugins/README.md's form yet")
-			}
 			path, ok := readmes[name]
 			if !ok {
 				t.Fatalf("no README.md under plugins/ starts with %q", "# "+name)

@@ -1,7 +1,6 @@
 package basicauth
 
 import (
-	"crypto/rand"
 	"fmt"
 	"runtime"
 	"strings"
@@ -9,9 +8,10 @@ import (
 
 	"github.com/moeproxy/moe/plugins/auth/internal/authn"
 	"github.com/moeproxy/moe/shared/api"
+	"github.com/moeproxy/moe/shared/consumer"
 )
 
-// Config is the basic-auth plugin config.
+// Config is the basic-auth plugin config. See README.md for the reference.
 type Config struct {
 	authn.Options
 	// Realm is sent in the challenge: WWW-Authenticate: Basic realm="<realm>", charset="UTF-8".
@@ -26,23 +26,36 @@ type Config struct {
 	// number of CPUs). Cache misses beyond it wait, so a flood of wrong passwords
 	// costs at most this many CPUs.
 	HashConcurrency int `json:"hash_concurrency"`
-	// Consumers with their credentials. A per-route config may omit them to keep
-	// the parent's.
+	// Consumers with their credentials, next to the chain-level consumers that
+	// carry a basic-auth credential. A per-route config may omit them to keep
+	// the parent's users (chain consumers included).
 	Consumers []Consumer `json:"consumers"`
 
-	compiled *compiled
+	compiled *compiled // built by Init (compiled.go); shared by merged route configs
 }
 
-// Consumer is one consumer and its user name and password.
-type Consumer struct {
-	authn.ConsumerSpec
-	// Username defaults to the consumer name.
+// Credential is what a consumer carries for basic-auth: in the plugin's own
+// list next to name/group/attributes, or in the chain's consumers as
+// `auth: {basic-auth: {...}}`.
+type Credential struct {
+	// Username is the RFC 7617 user-id; default: the consumer name.
 	Username string `json:"username"`
 	// Password in clear text, or PasswordHash: a bcrypt ($2a$, $2b$, $2y$) or
 	// argon2id ($argon2id$v=19$m=...,t=...,p=...$salt$hash) hash. Exactly one.
 	Password     string `json:"password"`
 	PasswordHash string `json:"password_hash"`
 }
+
+// Consumer is one entry of the plugin's own consumer list.
+type Consumer struct {
+	consumer.Spec
+	Credential
+}
+
+const (
+	maxCacheSize       = 1 << 20
+	maxHashConcurrency = 1024
+)
 
 func newConfig() any {
 	return &Config{
@@ -54,61 +67,70 @@ func newConfig() any {
 	}
 }
 
-// Validate checks the config; errors name the field and never print a password.
+// Validate checks the config and the credentials of the plugin's own
+// consumers; errors name the field and never print a password. What needs
+// every consumer (unique user names, user names defaulting to consumer names)
+// is checked in Init.
 func (c *Config) Validate() error {
 	if err := c.Options.Validate(); err != nil {
 		return err
 	}
-	if !authn.SafeHeaderValue(c.Realm) || strings.ContainsAny(c.Realm, `"\`) {
+	if !consumer.SafeHeaderValue(c.Realm) || strings.ContainsAny(c.Realm, `"\`) {
 		return api.FieldErrorf("realm", "must not contain quotes, backslashes or control characters")
 	}
-	if c.MaxHeaderBytes < 64 || c.MaxHeaderBytes > 65536 {
-		return api.FieldErrorf("max_header_bytes", "must be between 64 and 65536, got %d", c.MaxHeaderBytes)
+	if err := api.CheckRange("max_header_bytes", c.MaxHeaderBytes, 64, 65536); err != nil {
+		return err
 	}
-	if c.CacheSize < 0 || c.CacheSize > 1<<20 {
-		return api.FieldErrorf("cache_size", "must be between 0 and 1048576, got %d", c.CacheSize)
+	if err := api.CheckRange("cache_size", c.CacheSize, 0, maxCacheSize); err != nil {
+		return err
 	}
-	if c.HashConcurrency < 1 || c.HashConcurrency > 1024 {
-		return api.FieldErrorf("hash_concurrency", "must be between 1 and 1024, got %d", c.HashConcurrency)
+	if err := api.CheckRange("hash_concurrency", c.HashConcurrency, 1, maxHashConcurrency); err != nil {
+		return err
 	}
-	names := authn.ConsumerNames{}
-	users := map[string]int{}
 	for i := range c.Consumers {
-		cs := &c.Consumers[i]
-		field := fmt.Sprintf("consumers[%d]", i)
-		if err := names.Add(i, field, &cs.ConsumerSpec); err != nil {
+		if err := authn.Within(api.Field("consumers", i), c.Consumers[i].Credential.Validate()); err != nil {
 			return err
-		}
-		if cs.Username == "" {
-			cs.Username = cs.Name
-		}
-		// Requests are compared in NFC (see nfc); so is config. Password hashes
-		// must be computed from the NFC form of the password.
-		cs.Username = nfcString(cs.Username)
-		cs.Password = nfcString(cs.Password)
-		if err := checkUserID(cs.Username); err != nil {
-			return api.FieldErrorf(field+".username", "%v", err)
-		}
-		if j, dup := users[cs.Username]; dup {
-			return api.FieldErrorf(field+".username", "user %q is also consumers[%d]", cs.Username, j)
-		}
-		users[cs.Username] = i
-		switch {
-		case cs.Password != "" && cs.PasswordHash != "":
-			return api.FieldErrorf(field, "set password or password_hash, not both")
-		case cs.Password != "":
-			if !validPassword(cs.Password) {
-				return api.FieldErrorf(field+".password", "contains control characters or invalid UTF-8")
-			}
-		case cs.PasswordHash != "":
-			if _, err := parseHash(cs.PasswordHash); err != nil {
-				return api.FieldErrorf(field+".password_hash", "%v", err)
-			}
-		default:
-			return api.FieldErrorf(field, "password or password_hash is required")
 		}
 	}
 	return nil
+}
+
+// Validate checks a credential on its own (the framework calls it for the
+// chain's consumers, Config.Validate for the plugin's own). Requests are
+// compared in NFC (see nfc); so is config: the user name and a clear-text
+// password are normalised here. Password hashes must be computed from the NFC
+// form of the password.
+func (k *Credential) Validate() error {
+	k.Username = nfcString(k.Username)
+	k.Password = nfcString(k.Password)
+	if k.Username != "" {
+		if err := checkUserID(k.Username); err != nil {
+			return api.FieldErrorf("username", "%v", err)
+		}
+	}
+	switch {
+	case k.Password != "" && k.PasswordHash != "":
+		return api.FieldErrorf("", "set password or password_hash, not both")
+	case k.Password != "":
+		if !validPassword(k.Password) {
+			return api.FieldErrorf("password", "contains control characters or invalid UTF-8")
+		}
+	case k.PasswordHash != "":
+		if _, err := parseHash(k.PasswordHash); err != nil {
+			return api.FieldErrorf("password_hash", "%v", err)
+		}
+	default:
+		return api.FieldErrorf("", "password or password_hash is required")
+	}
+	return nil
+}
+
+// userID is the credential's user name: its username, or the consumer name.
+func (k *Credential) userID(c *api.Consumer) string {
+	if k.Username != "" {
+		return k.Username
+	}
+	return nfcString(c.Name)
 }
 
 // checkUserID applies RFC 7617's rules: no colon, no control characters; we
@@ -133,42 +155,11 @@ func validPassword(p string) bool {
 	return utf8.ValidString(p)
 }
 
-// Init builds the user table, the cache and the replies.
-func (c *Config) Init(env api.ConfigEnv) error {
-	if len(c.Consumers) == 0 && !env.IsRoute() {
-		return api.FieldErrorf("consumers", "at least one consumer is required (a per-route config may omit them to keep the parent's)")
-	}
-	cc := &compiled{
-		anonymous: c.Anonymous(),
-		hide:      c.HideCredentials,
-		header:    c.ConsumerHeader,
-		maxHeader: c.MaxHeaderBytes,
-		stats:     authn.NewStats(env.Metrics(), "missing", "malformed", "too_large", "invalid", "canceled"),
-	}
-	if len(c.Consumers) > 0 {
-		var key [32]byte
-		if _, err := rand.Read(key[:]); err != nil {
-			return fmt.Errorf("cache key: %w", err)
-		}
-		users, err := buildUsers(c.Consumers, c.CacheSize, c.HashConcurrency, key)
-		if err != nil {
-			return err
-		}
-		cc.users = users
-	}
-	challenge := "Basic realm=" + authn.QuoteParam(c.Realm) + `, charset="UTF-8"`
-	cc.missing = authn.NewReply(401, challenge, "missing credentials")
-	cc.malformed = authn.NewReply(401, challenge, "malformed credentials")
-	cc.tooLarge = authn.NewReply(401, challenge, "credentials too large")
-	cc.invalid = authn.NewReply(401, challenge, "invalid credentials")
-	c.compiled = cc
-	return nil
-}
-
 // Needs: verifying a bcrypt/argon2id hash takes milliseconds of CPU; on a
 // cache miss that must not stall Envoy's worker thread (every other stream of
-// the worker would wait), so a config with hashed passwords runs OnReceive off
-// the worker. Plain passwords are checked in well under a microsecond, inline.
+// the worker would wait), so a config with hashed passwords (in its own list
+// or the chain's) runs OnReceive off the worker. Plain passwords are checked
+// in well under a microsecond, inline.
 func (c *Config) Needs() api.Needs {
 	n := api.Needs{Phase: api.AfterRoute}
 	if c.compiled != nil && c.compiled.users != nil && c.compiled.users.hashed {
@@ -178,7 +169,7 @@ func (c *Config) Needs() api.Needs {
 }
 
 // merge applies a per-route config over its parent: the route's settings win;
-// a route without consumers keeps the parent's users.
+// a route without consumers keeps the parent's users (the chain's included).
 func merge(parent, route any) any {
 	p, r := parent.(*Config), route.(*Config)
 	if len(r.Consumers) > 0 || p.compiled == nil {

@@ -32,6 +32,19 @@ func TestE2EExample(t *testing.T) {
 		}
 	}
 
+	// dave is a chain-level consumer (the moe config's consumers:, auth.basic-auth) with a
+	// user name of its own and a bcrypt hash.
+	resp, body = hosttest.Get(t, h.URL+"/", "authorization", basic("dave@example.com:dave-password"), "x-consumer-name", "alice")
+	if resp.StatusCode != 200 {
+		t.Fatalf("chain-level consumer: %d %q", resp.StatusCode, body)
+	}
+	if e := hosttest.DecodeEcho(t, resp); e.Header("x-consumer-name") != "dave" || len(e.Values("X-Consumer-Name")) != 1 || e.Header("authorization") != "" {
+		t.Fatalf("chain-level consumer upstream headers: %v", e.Headers)
+	}
+	if resp, _ := hosttest.Get(t, h.URL+"/", "authorization", basic("dave:dave-password")); resp.StatusCode != 401 {
+		t.Fatalf("the consumer name is not dave's user name: %d", resp.StatusCode)
+	}
+
 	for _, tc := range []struct{ name, auth, reason string }{
 		{"wrong bcrypt password", basic("alice:alice-passwor"), "invalid credentials"},
 		{"wrong argon2id password", basic("carol:x"), "invalid credentials"},
@@ -93,10 +106,14 @@ func TestE2EExample(t *testing.T) {
 	if e := hosttest.DecodeEcho(t, resp); e.Header("x-consumer-name") != "bob" {
 		t.Fatalf("credentials on the anonymous route: %v", e.Headers)
 	}
+	resp, _ = hosttest.Get(t, h.URL+"/public/", "authorization", basic("dave@example.com:dave-password"))
+	if e := hosttest.DecodeEcho(t, resp); e.Header("x-consumer-name") != "dave" {
+		t.Fatalf("chain-level consumer on the anonymous route: %v", e.Headers)
+	}
 
 	for name, min := range map[string]int64{
-		"moe_basic_auth_allowed": 34, "moe_basic_auth_anonymous": 1, "moe_basic_auth_denied_missing": 1,
-		"moe_basic_auth_denied_invalid": 13, "moe_basic_auth_denied_malformed": 4, "moe_basic_auth_denied_too_large": 1,
+		"moe_basic_auth_allowed": 36, "moe_basic_auth_anonymous": 1, "moe_basic_auth_denied_missing": 1,
+		"moe_basic_auth_denied_invalid": 14, "moe_basic_auth_denied_malformed": 4, "moe_basic_auth_denied_too_large": 1,
 	} {
 		if got := h.Counter(t, name); got < min {
 			t.Errorf("%s = %d, want >= %d", name, got, min)

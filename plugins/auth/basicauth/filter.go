@@ -1,6 +1,3 @@
-// Package basicauth is the basic-auth plugin (RFC 7617): user name and
-// password from the Authorization header, checked against consumers defined in
-// config with clear-text, bcrypt or argon2id passwords.
 package basicauth
 
 import (
@@ -11,46 +8,20 @@ import (
 
 	"github.com/moeproxy/moe/plugins/auth/internal/authn"
 	"github.com/moeproxy/moe/shared/api"
-	"github.com/moeproxy/moe/shared/registry"
+	"github.com/moeproxy/moe/shared/consumer"
 )
-
-func init() {
-	registry.Register(registry.Plugin{
-		Name:        "basic-auth",
-		Description: "authenticate consumers with HTTP Basic credentials (RFC 7617)",
-		NewConfig:   newConfig,
-		// The config is the shared stateless filter: no allocation per request.
-		Factory: registry.Typed(func(c *Config) api.Filter { return (*filter)(c) }),
-		// Config.Needs adds MayBlock when passwords are hashed.
-		Needs: api.Needs{Phase: api.AfterRoute},
-		Merge: merge,
-	})
-}
-
-type compiled struct {
-	users     *users
-	anonymous *api.Consumer
-	hide      bool
-	header    string
-	maxHeader int
-	stats     *authn.Stats
-	missing   *authn.Reply
-	malformed *authn.Reply
-	tooLarge  *authn.Reply
-	invalid   *authn.Reply
-}
 
 type filter Config
 
 func (f *filter) OnReceive(ctx api.Context, h api.RequestHeaderMap, _ api.Buffer, _ api.HeaderMap) api.Status {
 	c := f.compiled
-	if c.anonymous != nil && authn.AlreadyAuthenticated(ctx) {
-		authn.StepAside(ctx, h, c.header)
+	if c.anonymous != nil && consumer.Authenticated(ctx) {
+		consumer.Forward(ctx, h, c.header)
 		c.stats.Skipped()
 		return api.Continue
 	}
 	var vs []string
-	if _, ok := h.Get("authorization"); ok { // the framework's Values copies: only when present
+	if _, ok := h.Get("authorization"); ok { // Get first: an absent header costs nothing
 		vs = h.Values("authorization")
 	}
 	token, res := basicToken(vs, c.maxHeader)
@@ -58,7 +29,7 @@ func (f *filter) OnReceive(ctx api.Context, h api.RequestHeaderMap, _ api.Buffer
 	case absent:
 		if c.anonymous != nil {
 			c.stats.Anonymous()
-			authn.SetConsumer(ctx, h, c.anonymous, c.header)
+			consumer.Identify(ctx, h, c.anonymous, c.header)
 			return api.Continue
 		}
 		return c.deny(ctx, "missing", c.missing)
@@ -85,7 +56,7 @@ func (f *filter) OnReceive(ctx api.Context, h api.RequestHeaderMap, _ api.Buffer
 	if i < 0 || !validCredential(dec) {
 		return c.deny(ctx, "malformed", c.malformed)
 	}
-	consumer, alive := c.users.verify(ctx, nfc(dec[:i]), nfc(dec[i+1:]))
+	who, alive := c.users.verify(ctx, nfc(dec[:i]), nfc(dec[i+1:]))
 	clear(dec) // do not leave the password in memory longer than needed
 	if !alive {
 		// The request ended while waiting for a hash slot. Never fail open: the
@@ -93,21 +64,20 @@ func (f *filter) OnReceive(ctx api.Context, h api.RequestHeaderMap, _ api.Buffer
 		// if the stream were still there.
 		return c.deny(ctx, "canceled", c.invalid)
 	}
-	if consumer == nil {
+	if who == nil {
 		return c.deny(ctx, "invalid", c.invalid)
 	}
 	if c.hide {
 		_ = h.Del("authorization")
 	}
 	c.stats.Allowed()
-	authn.SetConsumer(ctx, h, consumer, c.header)
+	consumer.Identify(ctx, h, who, c.header)
 	return api.Continue
 }
 
 func (c *compiled) deny(ctx api.Context, reason string, r *authn.Reply) api.Status {
 	c.stats.Denied(reason)
-	r.Send(ctx)
-	return api.Stop
+	return ctx.Reply(r.Status, r.Body, r.Headers)
 }
 
 const (

@@ -12,8 +12,8 @@ import (
 	"golang.org/x/crypto/argon2"
 	"golang.org/x/crypto/bcrypt"
 
-	"github.com/moeproxy/moe/plugins/auth/internal/authn"
 	"github.com/moeproxy/moe/shared/api"
+	"github.com/moeproxy/moe/shared/consumer"
 	"github.com/moeproxy/moe/shared/testing/fakeframework"
 )
 
@@ -148,11 +148,11 @@ func TestHideCredentialsAndRealm(t *testing.T) {
 func TestAnonymous(t *testing.T) {
 	c, env := mustParse(t, testConfig(t, map[string]any{"anonymous_consumer": "guest"}))
 	ctx, st := run(c, fakeframework.NewRequest("GET", "/"))
-	if st != api.Continue || !authn.IsAnonymous(ctx.Consumer()) {
+	if st != api.Continue || !consumer.IsAnonymous(ctx.Consumer()) {
 		t.Fatalf("no credentials: %v %+v", st, ctx.Replied)
 	}
 	ctx, st = run(c, fakeframework.NewRequest("GET", "/", "authorization", "Bearer x"))
-	if st != api.Continue || !authn.IsAnonymous(ctx.Consumer()) {
+	if st != api.Continue || !consumer.IsAnonymous(ctx.Consumer()) {
 		t.Fatalf("other scheme: %v %+v", st, ctx.Replied)
 	}
 	if _, st = run(c, fakeframework.NewRequest("GET", "/", "authorization", basic("alice:nope"))); st != api.Stop {

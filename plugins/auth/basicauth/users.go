@@ -7,6 +7,7 @@ import (
 
 	"github.com/moeproxy/moe/plugins/auth/internal/authn"
 	"github.com/moeproxy/moe/shared/api"
+	"github.com/moeproxy/moe/shared/consumer"
 )
 
 // users is the credential table of one config version.
@@ -26,23 +27,39 @@ type user struct {
 	hash     passwordHash  // a bcrypt/argon2id hash
 }
 
-func buildUsers(cs []Consumer, cacheSize, concurrency int, cacheKey [32]byte) (*users, error) {
-	u := &users{byName: make(map[string]*user, len(cs)), sem: make(chan struct{}, concurrency)}
+// buildUsers indexes every entry (own and chain consumers) by user name. It
+// refuses a user name used twice and a consumer name that cannot be a user
+// name (the default), naming the entry's field (consumers[1].username or
+// consumers[3].auth.basic-auth.username).
+func buildUsers(entries []consumer.Entry[Credential], cacheSize, concurrency int, cacheKey [32]byte) (*users, error) {
+	u := &users{byName: make(map[string]*user, len(entries)), sem: make(chan struct{}, concurrency)}
 	u.dummy = authn.DigestOf("moe basic-auth: no such user")
-	for i := range cs {
-		e := &user{consumer: cs[i].Consumer()}
-		if cs[i].PasswordHash != "" {
-			h, err := parseHash(cs[i].PasswordHash) // validated already
+	where := make(map[string]string, len(entries))
+	for _, en := range entries {
+		cred := en.Credential
+		name := cred.userID(en.Consumer)
+		field := api.Field(en.Field, "username")
+		if err := checkUserID(name); err != nil {
+			// Only a consumer name can get here: a username was checked by Validate.
+			return nil, api.FieldErrorf(field, "the consumer name is the user name when username is not set, and it %v; set username", err)
+		}
+		if other, dup := where[name]; dup {
+			return nil, api.FieldErrorf(field, "user %q is also %s", name, other)
+		}
+		where[name] = en.Field
+		e := &user{consumer: en.Consumer}
+		if cred.PasswordHash != "" {
+			h, err := parseHash(cred.PasswordHash) // validated already
 			if err != nil {
-				return nil, api.FieldErrorf("consumers[%d].password_hash", "%v", err)
+				return nil, api.FieldErrorf(api.Field(en.Field, "password_hash"), "%v", err)
 			}
 			e.hash = h
 			u.hashed = true
 		} else {
-			d := authn.DigestOf(cs[i].Password)
+			d := authn.DigestOf(cred.Password)
 			e.plain = &d
 		}
-		u.byName[cs[i].Username] = e
+		u.byName[name] = e
 	}
 	if u.hashed && cacheSize > 0 {
 		u.cache = newVerifiedCache(cacheSize, cacheKey)

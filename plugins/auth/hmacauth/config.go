@@ -1,20 +1,19 @@
 package hmacauth
 
 import (
-	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/sha512"
-	"fmt"
 	"hash"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/moeproxy/moe/plugins/auth/internal/authn"
+	"github.com/moeproxy/moe/plugins/internal/redisclient"
 	"github.com/moeproxy/moe/shared/api"
+	"github.com/moeproxy/moe/shared/consumer"
 )
 
-// Config is the hmac-auth plugin config.
+// Config is the hmac-auth plugin config. See README.md for the reference.
 type Config struct {
 	authn.Options
 	// Realm goes into the challenge: WWW-Authenticate: Signature realm="..", headers="..".
@@ -35,10 +34,14 @@ type Config struct {
 	// (default "x-nonce"; "" turns replay protection off). A (keyId, nonce) pair
 	// is refused a second time until the date plus clock_skew has passed.
 	NonceHeader string `json:"nonce_header"`
-	// NonceCacheSize bounds the replay cache (entries, process-wide; default
-	// 200000, about 10 MB). When it is full of unexpired nonces, new signed
-	// requests get 503 rather than losing replay protection.
+	// NonceCacheSize bounds the in-process replay cache (nonce_store type
+	// memory; entries, process-wide; default 200000, about 10 MB). When it is
+	// full of unexpired nonces, new signed requests get 503 rather than losing
+	// replay protection.
 	NonceCacheSize int `json:"nonce_cache_size"`
+	// NonceStore is where nonces are remembered: in this process (default) or
+	// in Redis, shared by every instance.
+	NonceStore NonceStore `json:"nonce_store"`
 	// ValidateRequestBody buffers request bodies (up to MaxBodyBytes) and checks
 	// them against a signed Digest (RFC 3230: "SHA-256=<base64>") or
 	// Content-Digest (RFC 9530: "sha-256=:<base64>:") header. A request with a
@@ -48,23 +51,73 @@ type Config struct {
 	MaxBodyBytes int `json:"max_body_bytes"`
 	// MaxHeaderBytes refuses larger Authorization headers (default 8192).
 	MaxHeaderBytes int `json:"max_header_bytes"`
-	// Consumers and their signing keys. Several keys per consumer allow
-	// rotation. A per-route config may omit consumers to keep the parent's.
+	// Consumers and their signing keys, next to the chain-level consumers that
+	// carry an hmac-auth credential. A per-route config may omit consumers to
+	// keep the parent's keys (chain consumers included).
 	Consumers []Consumer `json:"consumers"`
 
-	compiled *compiled
+	compiled *compiled // built by Init (compiled.go); shared by merged route configs
 }
 
-// Consumer is one consumer and its keys.
-type Consumer struct {
-	authn.ConsumerSpec
+// NonceStore says where nonces are kept.
+type NonceStore struct {
+	// Type is "memory" (default: this process only) or "redis" (every
+	// instance pointing at the same Redis refuses a nonce seen by any of them).
+	Type string `json:"type"`
+	// Redis is the server with type redis. Configs with an equal redis section
+	// share one client (plugins/internal/redisclient), also with other plugins.
+	Redis redisclient.Config `json:"redis"`
+	// KeyPrefix namespaces the nonce keys in Redis.
+	KeyPrefix string `json:"key_prefix"`
+	// FailurePolicy is what a signed request gets when Redis fails or times
+	// out: "fail_closed" (default: answer FailureStatus; a replay check that
+	// silently passes would defeat it) or "fail_open" (let it through without
+	// the replay check).
+	FailurePolicy string `json:"failure_policy"`
+	// FailureStatus answers requests under fail_closed while Redis fails.
+	FailureStatus int `json:"failure_status"`
+}
+
+// Credential is what a consumer carries for hmac-auth: in the plugin's own
+// list next to name/group/attributes, or in the chain's consumers as
+// `auth: {hmac-auth: {keys: [...]}}`.
+type Credential struct {
+	// Keys are the consumer's signing keys; several allow rotation.
 	Keys []Key `json:"keys"`
 }
 
 // Key is a shared secret and the keyId clients name it by.
 type Key struct {
-	KeyID  string `json:"key_id"`
+	// KeyID is what clients send in keyId="..."; unique across all consumers.
+	KeyID string `json:"key_id"`
+	// Secret is the HMAC key, used as raw bytes (never logged).
 	Secret string `json:"secret"`
+}
+
+// Consumer is one entry of the plugin's own consumer list.
+type Consumer struct {
+	consumer.Spec
+	Credential
+}
+
+const (
+	storeMemory = "memory"
+	storeRedis  = "redis"
+
+	failClosed = "fail_closed"
+	failOpen   = "fail_open"
+
+	targetToken       = "@request-target"
+	cavageTargetToken = "(request-target)" // draft-cavage spelling, accepted too
+	maxSignedHeaders  = 32
+	minSecretBytes    = 16
+	maxKeyIDBytes     = 256
+	maxNonceBytes     = 256
+)
+
+var algorithms = map[string]func() hash.Hash{
+	"hmac-sha256": sha256.New,
+	"hmac-sha512": sha512.New,
 }
 
 func newConfig() any {
@@ -77,37 +130,34 @@ func newConfig() any {
 		ClockSkew:         api.Duration(300 * time.Second),
 		NonceHeader:       "x-nonce",
 		NonceCacheSize:    200000,
-		MaxBodyBytes:      1 << 20,
-		MaxHeaderBytes:    8192,
+		NonceStore: NonceStore{
+			Type:          storeMemory,
+			Redis:         redisclient.DefaultConfig(),
+			KeyPrefix:     "moe:hmac-auth:nonce:",
+			FailurePolicy: failClosed,
+			FailureStatus: 503,
+		},
+		MaxBodyBytes:   1 << 20,
+		MaxHeaderBytes: 8192,
 	}
 }
 
-const (
-	targetToken       = "@request-target"
-	cavageTargetToken = "(request-target)" // draft-cavage spelling, accepted too
-	maxSignedHeaders  = 32
-	minSecretBytes    = 16
-)
-
-var algorithms = map[string]func() hash.Hash{
-	"hmac-sha256": sha256.New,
-	"hmac-sha512": sha512.New,
-}
-
-// Validate checks the config; errors name the field and never print a secret.
+// Validate checks the config and the credentials of the plugin's own
+// consumers; errors name the field and never print a secret. What needs
+// every consumer (unique key ids) is checked in Init.
 func (c *Config) Validate() error {
 	if err := c.Options.Validate(); err != nil {
 		return err
 	}
-	if !authn.SafeHeaderValue(c.Realm) || strings.ContainsAny(c.Realm, `"\`) {
+	if !consumer.SafeHeaderValue(c.Realm) || strings.ContainsAny(c.Realm, `"\`) {
 		return api.FieldErrorf("realm", "must not contain quotes, backslashes or control characters")
 	}
 	if len(c.AllowedAlgorithms) == 0 {
 		return api.FieldErrorf("allowed_algorithms", "at least one algorithm is required")
 	}
 	for i, a := range c.AllowedAlgorithms {
-		if algorithms[a] == nil {
-			return api.FieldErrorf(fmt.Sprintf("allowed_algorithms[%d]", i), "unknown algorithm %q (hmac-sha256 or hmac-sha512)", a)
+		if err := api.CheckOneOf(api.Field("allowed_algorithms", i), a, "hmac-sha256", "hmac-sha512"); err != nil {
+			return err
 		}
 	}
 	c.DateHeader = strings.ToLower(c.DateHeader)
@@ -122,169 +172,102 @@ func (c *Config) Validate() error {
 		h = strings.ToLower(h)
 		c.SignedHeaders[i] = h
 		if h != targetToken && h != cavageTargetToken && !authn.ValidHeaderName(h) {
-			return api.FieldErrorf(fmt.Sprintf("signed_headers[%d]", i), "%q is not a header name or @request-target", h)
+			return api.FieldErrorf(api.Field("signed_headers", i), "%q is not a header name or @request-target", h)
 		}
 	}
-	if d := c.ClockSkew.D(); d < time.Second || d > 24*time.Hour {
-		return api.FieldErrorf("clock_skew", "must be between 1s and 24h, got %v", d)
+	if err := api.CheckRange("clock_skew", c.ClockSkew.D(), time.Second, 24*time.Hour); err != nil {
+		return err
 	}
-	if c.NonceCacheSize < 1000 || c.NonceCacheSize > 50_000_000 {
-		return api.FieldErrorf("nonce_cache_size", "must be between 1000 and 50000000, got %d", c.NonceCacheSize)
+	if err := api.CheckRange("nonce_cache_size", c.NonceCacheSize, 1000, 50_000_000); err != nil {
+		return err
 	}
-	if c.MaxBodyBytes < 1 || c.MaxBodyBytes > 64<<20 {
-		return api.FieldErrorf("max_body_bytes", "must be between 1 and 67108864, got %d", c.MaxBodyBytes)
+	if err := c.NonceStore.check("nonce_store", c.NonceHeader); err != nil {
+		return err
 	}
-	if c.MaxHeaderBytes < 128 || c.MaxHeaderBytes > 65536 {
-		return api.FieldErrorf("max_header_bytes", "must be between 128 and 65536, got %d", c.MaxHeaderBytes)
+	if err := api.CheckRange("max_body_bytes", c.MaxBodyBytes, 1, 64<<20); err != nil {
+		return err
 	}
-	names := authn.ConsumerNames{}
-	ids := map[string]string{}
+	if err := api.CheckRange("max_header_bytes", c.MaxHeaderBytes, 128, 65536); err != nil {
+		return err
+	}
 	for i := range c.Consumers {
-		cs := &c.Consumers[i]
-		field := fmt.Sprintf("consumers[%d]", i)
-		if err := names.Add(i, field, &cs.ConsumerSpec); err != nil {
+		if err := authn.Within(api.Field("consumers", i), c.Consumers[i].Credential.Validate()); err != nil {
 			return err
-		}
-		if len(cs.Keys) == 0 {
-			return api.FieldErrorf(field+".keys", "at least one key is required")
-		}
-		for j, k := range cs.Keys {
-			kf := fmt.Sprintf("%s.keys[%d]", field, j)
-			if k.KeyID == "" || len(k.KeyID) > 256 || !authn.SafeHeaderValue(k.KeyID) || strings.ContainsAny(k.KeyID, `"\`) {
-				return api.FieldErrorf(kf+".key_id", "must be 1-256 printable characters without quotes or backslashes")
-			}
-			if other, dup := ids[k.KeyID]; dup {
-				return api.FieldErrorf(kf+".key_id", "key id %q is also %s", k.KeyID, other)
-			}
-			ids[k.KeyID] = kf
-			if len(k.Secret) < minSecretBytes {
-				return api.FieldErrorf(kf+".secret", "too short (at least %d bytes; 32 random bytes recommended)", minSecretBytes)
-			}
 		}
 	}
 	return nil
 }
 
-// Init compiles keys, required headers, replies and the replay cache.
-func (c *Config) Init(env api.ConfigEnv) error {
-	if len(c.Consumers) == 0 && !env.IsRoute() {
-		return api.FieldErrorf("consumers", "at least one consumer is required (a per-route config may omit them to keep the parent's)")
+func (s *NonceStore) check(field, nonceHeader string) error {
+	if err := api.CheckOneOf(api.Field(field, "type"), s.Type, storeMemory, storeRedis); err != nil {
+		return err
 	}
-	cc := &compiled{
-		anonymous:  c.Anonymous(),
-		hide:       c.HideCredentials,
-		header:     c.ConsumerHeader,
-		maxHeader:  c.MaxHeaderBytes,
-		dateHeader: c.DateHeader,
-		nonce:      c.NonceHeader,
-		skew:       c.ClockSkew.D(),
-		body:       c.ValidateRequestBody,
-		now:        time.Now,
-		stats: authn.NewStats(env.Metrics(), "missing", "malformed", "too_large", "bad_algorithm",
-			"missing_header", "expired", "unknown_key", "bad_signature", "bad_digest", "replay", "replay_cache_full"),
-		allowed: map[string]func() hash.Hash{},
-	}
-	for _, a := range c.AllowedAlgorithms {
-		cc.allowed[a] = algorithms[a]
-	}
-	required := append([]string(nil), c.SignedHeaders...)
-	add := func(h string) {
-		for _, r := range required {
-			if r == h {
-				return
-			}
+	if s.Type == storeMemory {
+		if len(s.Redis.Addrs) > 0 {
+			return api.FieldErrorf(api.Field(field, "redis"), "is only used with type: redis")
 		}
-		required = append(required, h)
+		return nil
 	}
-	add(c.DateHeader)
-	if c.NonceHeader != "" {
-		add(c.NonceHeader)
+	if nonceHeader == "" {
+		return api.FieldErrorf(api.Field(field, "type"), "redis needs replay protection on (nonce_header is empty)")
 	}
-	cc.required = required
-	if len(c.Consumers) > 0 {
-		cc.keys = buildKeys(c.Consumers)
+	if strings.ContainsAny(s.KeyPrefix, "{}") {
+		// A hash tag in the prefix would put every nonce on one Redis Cluster slot.
+		return api.FieldErrorf(api.Field(field, "key_prefix"), "must not contain '{' or '}', got %q", s.KeyPrefix)
 	}
-	if c.NonceHeader != "" {
-		cc.replay = sharedNonces(c.NonceCacheSize)
+	if err := api.CheckOneOf(api.Field(field, "failure_policy"), s.FailurePolicy, failClosed, failOpen); err != nil {
+		return err
 	}
-	challenge := "Signature realm=" + authn.QuoteParam(c.Realm) + ", headers=" + authn.QuoteParam(strings.Join(required, " "))
-	r := func(status int, reason string) *authn.Reply {
-		ch := challenge
-		if status != 401 {
-			ch = ""
+	if err := api.CheckStatus(api.Field(field, "failure_status"), s.FailureStatus); err != nil {
+		return err
+	}
+	return s.Redis.Check(api.Field(field, "redis"))
+}
+
+// Validate checks a credential on its own (the framework calls it for the
+// chain's consumers, Config.Validate for the plugin's own).
+func (k *Credential) Validate() error {
+	if len(k.Keys) == 0 {
+		return api.FieldErrorf("keys", "at least one key is required")
+	}
+	for j, key := range k.Keys {
+		kf := api.Field("keys", j)
+		id := key.KeyID
+		if id == "" || len(id) > maxKeyIDBytes || !consumer.SafeHeaderValue(id) || strings.ContainsAny(id, `"\`) {
+			return api.FieldErrorf(api.Field(kf, "key_id"), "must be 1-%d printable characters without quotes or backslashes", maxKeyIDBytes)
 		}
-		return authn.NewReply(status, ch, reason)
+		if len(key.Secret) < minSecretBytes {
+			return api.FieldErrorf(api.Field(kf, "secret"), "too short (at least %d bytes; 32 random bytes recommended)", minSecretBytes)
+		}
 	}
-	cc.replies = replies{
-		missing:      r(401, "missing signature"),
-		malformed:    r(401, "malformed signature header"),
-		tooLarge:     r(401, "signature header too large"),
-		badAlgorithm: r(401, "unsupported signature algorithm"),
-		badDate:      r(401, "malformed date header"),
-		expired:      r(401, "request expired or clock skew too large"),
-		invalid:      r(401, "invalid signature"),
-		badDigest:    r(401, "body digest missing or mismatched"),
-		replay:       r(401, "replayed request (nonce already used)"),
-		badNonce:     r(401, "malformed nonce"),
-		full:         r(503, "replay cache full, retry later"),
-	}
-	cc.replies.missingSigned = make(map[string]*authn.Reply, len(required))
-	for _, h := range required {
-		cc.replies.missingSigned[h] = r(401, "missing signed header: "+h)
-	}
-	cc.replies.missingOther = r(401, "missing signed header")
-	c.compiled = cc
 	return nil
 }
 
 // Needs: with validate_request_body the body must be buffered before
-// OnReceive; a proxy cannot know before the headers arrive whether a request
-// carries a digest, so the whole config asks for it.
+// OnReceive (a proxy cannot know before the headers arrive whether a request
+// carries a digest, so the whole config asks for it). With the Redis nonce
+// store the request phase calls Redis, so it runs off Envoy's worker thread;
+// the memory store is a map insert and stays inline.
 func (c *Config) Needs() api.Needs {
 	n := api.Needs{Phase: api.AfterRoute}
 	if c.ValidateRequestBody {
 		n.RequestBody = api.WholeBody
 		n.MaxRequestBody = c.MaxBodyBytes
 	}
+	if c.redisNonces() {
+		n.MayBlock = api.BlockReceive
+	}
 	return n
 }
 
-// key is one signing key, with a pool of keyed HMAC states per algorithm so
-// the request path does not rebuild them (hmac.New allocates and hashes the key).
-type key struct {
-	id       string
-	consumer *api.Consumer
-	pools    map[string]*sync.Pool
+// redisNonces reports whether nonces go to Redis.
+func (c *Config) redisNonces() bool {
+	return c.NonceHeader != "" && c.NonceStore.Type == storeRedis
 }
 
-// Pools exist for every algorithm, not only the allowed ones, so a per-route
-// config allowing another algorithm can share its parent's keys.
-func buildKeys(cs []Consumer) map[string]*key {
-	m := map[string]*key{}
-	for i := range cs {
-		consumer := cs[i].Consumer()
-		for _, k := range cs[i].Keys {
-			kk := &key{id: k.KeyID, consumer: consumer, pools: map[string]*sync.Pool{}}
-			secret := []byte(k.Secret)
-			for a, newHash := range algorithms {
-				kk.pools[a] = &sync.Pool{New: func() any { return &macState{mac: hmac.New(newHash, secret)} }}
-			}
-			m[k.KeyID] = kk
-		}
-	}
-	return m
-}
-
-// macState is a pooled keyed HMAC and the scratch space of one verification.
-type macState struct {
-	mac hash.Hash
-	buf []byte // signing string
-	sum []byte
-	sig [96]byte // room for the base64 decode of a SHA-512 MAC (88 chars -> 66)
-}
-
-// merge applies a per-route config over its parent: the route's settings win;
-// a route without consumers keeps the parent's keys.
+// merge applies a per-route config over its parent: the route's settings win
+// (its nonce store included); a route without consumers keeps the parent's
+// keys (the chain's included).
 func merge(parent, route any) any {
 	p, r := parent.(*Config), route.(*Config)
 	if len(r.Consumers) > 0 || p.compiled == nil {

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moeproxy/moe/plugins/auth/internal/authn"
 	"github.com/moeproxy/moe/shared/api"
+	"github.com/moeproxy/moe/shared/consumer"
 	"github.com/moeproxy/moe/shared/testing/fakeframework"
 )
 
@@ -314,7 +314,7 @@ func TestHideCredentialsAndAnonymous(t *testing.T) {
 		t.Fatal("authorization not hidden")
 	}
 	ctx, st := run(c, fakeframework.NewRequest("GET", "/"))
-	if st != api.Continue || !authn.IsAnonymous(ctx.Consumer()) {
+	if st != api.Continue || !consumer.IsAnonymous(ctx.Consumer()) {
 		t.Fatalf("anonymous: %v %+v", st, ctx.Replied)
 	}
 	if _, st := run(c, signed("alice-1", "wrong-secret-0123456789", "hmac-sha256", "GET", "/", stdList, std()...)); st != api.Stop {

@@ -4,6 +4,27 @@ import (
 	"crypto/sha256"
 	"sync"
 	"time"
+
+	"github.com/moeproxy/moe/shared/api"
+)
+
+// nonceChecker records a (keyId, nonce) pair once: the replay check. Two
+// stores implement it: nonceStore (this process) and redisNonces (shared by
+// every instance using the same Redis).
+type nonceChecker interface {
+	// check records the pair as used until expires (the signing date plus
+	// clock_skew: later the date check refuses the request anyway) and says
+	// whether it was new.
+	check(ctx api.Context, keyID, nonce string, now, expires time.Time) nonceResult
+}
+
+type nonceResult int
+
+const (
+	nonceFresh       nonceResult = iota // first use: go on
+	nonceReplay                         // seen before inside the window: 401
+	nonceFull                           // memory store full of live nonces: 503
+	nonceUnavailable                    // Redis failed under fail_closed: failure_status
 )
 
 // nonceStore remembers (keyId, nonce) pairs until they can no longer pass the
@@ -79,6 +100,16 @@ func nonceKey(keyID, nonce string) nonceID {
 	var id nonceID
 	copy(id[:], sum[:])
 	return id
+}
+
+func (s *nonceStore) check(_ api.Context, keyID, nonce string, now, expires time.Time) nonceResult {
+	switch replay, full := s.add(keyID, nonce, now, expires); {
+	case replay:
+		return nonceReplay
+	case full:
+		return nonceFull
+	}
+	return nonceFresh
 }
 
 // add records the pair until expires. It returns replay=true when the pair is

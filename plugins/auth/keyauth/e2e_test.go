@@ -31,6 +31,12 @@ func TestE2EExample(t *testing.T) {
 		t.Fatalf("second key: %v", e.Headers)
 	}
 
+	// carol is a chain-level consumer (the moe config's consumers:, auth.key-auth).
+	resp, _ = hosttest.Get(t, h.URL+"/", "x-api-key", "carol-key-2026-c1", "x-consumer-name", "alice")
+	if e := hosttest.DecodeEcho(t, resp); e.Header("x-consumer-name") != "carol" || len(e.Values("X-Consumer-Name")) != 1 || e.Header("x-api-key") != "" {
+		t.Fatalf("chain-level consumer: %v", e.Headers)
+	}
+
 	resp, _ = hosttest.Get(t, h.URL+"/items?x=1&api_key=bob-key-2026-b1&y=2")
 	e = hosttest.DecodeEcho(t, resp)
 	if e.Header("x-consumer-name") != "bob" || e.URI != "/items?x=1&y=2" {
@@ -72,6 +78,11 @@ func TestE2EExample(t *testing.T) {
 	if e := hosttest.DecodeEcho(t, resp); e.Header("x-consumer-name") != "bob" {
 		t.Fatalf("key on the anonymous route: %v", e.Headers)
 	}
+	// The route lists no consumers: it keeps the filter's index, chain consumers included.
+	resp, _ = hosttest.Get(t, h.URL+"/public/x", "x-api-key", "carol-key-2026-c1")
+	if e := hosttest.DecodeEcho(t, resp); e.Header("x-consumer-name") != "carol" {
+		t.Fatalf("chain-level consumer on the anonymous route: %v", e.Headers)
+	}
 	resp, _ = hosttest.Get(t, h.URL+"/public/x", "x-api-key", "wrong-key-000")
 	if resp.StatusCode != 401 {
 		t.Fatalf("wrong key on the anonymous route: %d", resp.StatusCode)
@@ -79,7 +90,7 @@ func TestE2EExample(t *testing.T) {
 
 	stats := h.Stats(t)
 	for name, min := range map[string]int64{
-		"moe_key_auth_allowed": 5, "moe_key_auth_anonymous": 1, "moe_key_auth_denied_missing": 1,
+		"moe_key_auth_allowed": 7, "moe_key_auth_anonymous": 1, "moe_key_auth_denied_missing": 1,
 		"moe_key_auth_denied_invalid": 3, "moe_key_auth_denied_malformed": 2,
 	} {
 		if got := h.Counter(t, name); got < min {

@@ -1,5 +1,3 @@
-// Package keyauth is the key-auth plugin: an API key taken from a header, a
-// query parameter or a cookie identifies the consumer.
 package keyauth
 
 import (
@@ -7,21 +5,9 @@ import (
 
 	"github.com/moeproxy/moe/plugins/auth/internal/authn"
 	"github.com/moeproxy/moe/shared/api"
-	"github.com/moeproxy/moe/shared/registry"
+	"github.com/moeproxy/moe/shared/consumer"
 	"github.com/moeproxy/moe/shared/variables"
 )
-
-func init() {
-	registry.Register(registry.Plugin{
-		Name:        "key-auth",
-		Description: "authenticate consumers by API key (header, query parameter or cookie)",
-		NewConfig:   newConfig,
-		// The config itself is the (stateless, shared) filter: no allocation per request.
-		Factory: registry.Typed(func(c *Config) api.Filter { return (*filter)(c) }),
-		Needs:   api.Needs{Phase: api.AfterRoute},
-		Merge:   merge,
-	})
-}
 
 type filter Config
 
@@ -34,8 +20,8 @@ const (
 
 func (f *filter) OnReceive(ctx api.Context, h api.RequestHeaderMap, _ api.Buffer, _ api.HeaderMap) api.Status {
 	c := f.compiled
-	if c.anonymous != nil && authn.AlreadyAuthenticated(ctx) {
-		authn.StepAside(ctx, h, c.header)
+	if c.anonymous != nil && consumer.Authenticated(ctx) {
+		consumer.Forward(ctx, h, c.header)
 		c.stats.Skipped()
 		return api.Continue
 	}
@@ -44,29 +30,28 @@ func (f *filter) OnReceive(ctx api.Context, h api.RequestHeaderMap, _ api.Buffer
 	case absent:
 		if c.anonymous != nil {
 			c.stats.Anonymous()
-			authn.SetConsumer(ctx, h, c.anonymous, c.header)
+			consumer.Identify(ctx, h, c.anonymous, c.header)
 			return api.Continue
 		}
-		c.stats.Denied("missing")
-		c.missing.Send(ctx)
-		return api.Stop
+		return c.deny(ctx, "missing", c.missing)
 	case bad:
-		c.stats.Denied("malformed")
-		c.malformed.Send(ctx)
-		return api.Stop
+		return c.deny(ctx, "malformed", c.malformed)
 	}
-	consumer := c.index.lookup(key)
-	if consumer == nil {
-		c.stats.Denied("invalid")
-		c.invalid.Send(ctx)
-		return api.Stop
+	who := c.index.lookup(key)
+	if who == nil {
+		return c.deny(ctx, "invalid", c.invalid)
 	}
 	if c.hide {
 		c.hideAll(h)
 	}
 	c.stats.Allowed()
-	authn.SetConsumer(ctx, h, consumer, c.header)
+	consumer.Identify(ctx, h, who, c.header)
 	return api.Continue
+}
+
+func (c *compiled) deny(ctx api.Context, reason string, r *authn.Reply) api.Status {
+	c.stats.Denied(reason)
+	return ctx.Reply(r.Status, r.Body, r.Headers)
 }
 
 // find returns the key from the first configured source that has one.
@@ -75,7 +60,7 @@ func (c *compiled) find(h api.RequestHeaderMap) (string, int) {
 		var v string
 		switch s.kind {
 		case srcHeader:
-			// Get first: the framework's Values copies, absent sources cost nothing.
+			// Get first: absent sources cost nothing.
 			if _, ok := h.Get(s.name); !ok {
 				continue
 			}
@@ -105,7 +90,7 @@ func (c *compiled) find(h api.RequestHeaderMap) (string, int) {
 		if v == "" {
 			continue // "apikey=" counts as absent, as in APISIX and Kong
 		}
-		if len(v) > c.maxKey || !authn.SafeHeaderValue(v) {
+		if len(v) > c.maxKey || !consumer.SafeHeaderValue(v) {
 			return "", bad
 		}
 		return v, found

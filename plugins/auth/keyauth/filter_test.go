@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/moeproxy/moe/plugins/auth/internal/authn"
 	"github.com/moeproxy/moe/shared/api"
+	"github.com/moeproxy/moe/shared/consumer"
 	"github.com/moeproxy/moe/shared/testing/fakeframework"
 )
 
@@ -137,7 +137,7 @@ func TestAnonymousConsumer(t *testing.T) {
 	c, env := mustParse(t, baseConfig(map[string]any{"anonymous_consumer": "guest"}))
 	t.Run("no key lets the request in as the anonymous consumer", func(t *testing.T) {
 		ctx, st := run(c, fakeframework.NewRequest("GET", "/"))
-		if st != api.Continue || ctx.Consumer().Name != "guest" || !authn.IsAnonymous(ctx.Consumer()) {
+		if st != api.Continue || ctx.Consumer().Name != "guest" || !consumer.IsAnonymous(ctx.Consumer()) {
 			t.Fatalf("got %v %+v", st, ctx.Consumer())
 		}
 	})
@@ -158,7 +158,7 @@ func TestAnonymousConsumer(t *testing.T) {
 	t.Run("an anonymous consumer from an earlier plugin is upgraded", func(t *testing.T) {
 		req := fakeframework.NewRequest("GET", "/", "x-api-key", aliceKey)
 		ctx := fakeframework.NewContext("key-auth", req)
-		ctx.SetConsumer(authn.NewAnonymous("guest"))
+		ctx.SetConsumer(consumer.NewAnonymous("guest"))
 		if st := (*filter)(c).OnReceive(ctx, req, nil, nil); st != api.Continue || ctx.Consumer().Name != "alice" {
 			t.Fatalf("got %v %+v", st, ctx.Consumer())
 		}

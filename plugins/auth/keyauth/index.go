@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 
 	"github.com/moeproxy/moe/shared/api"
+	"github.com/moeproxy/moe/shared/consumer"
 )
 
 // keyIndex finds the consumer of an API key.
@@ -26,15 +27,28 @@ type entry struct {
 	consumer *api.Consumer
 }
 
-func buildIndex(consumers []Consumer) *keyIndex {
+// buildIndex indexes every key of every entry (own and chain consumers). It
+// refuses a key longer than maxKey and a key used twice, naming the entry's
+// field (consumers[1].keys[0] or consumers[3].auth.key-auth.keys[0]) and the
+// other place, never the key itself: config errors end up in logs.
+func buildIndex(entries []consumer.Entry[Credential], maxKey int) (*keyIndex, error) {
 	ix := &keyIndex{m: make(map[[sha256.Size]byte]*entry)}
-	for i := range consumers {
-		c := consumers[i].Consumer()
-		for _, k := range consumers[i].Keys {
-			ix.m[sha256.Sum256([]byte(k))] = &entry{key: []byte(k), consumer: c}
+	where := map[[sha256.Size]byte]string{}
+	for _, e := range entries {
+		for j, k := range e.Credential.Keys {
+			field := api.Field(e.Field, "keys", j)
+			if len(k) > maxKey {
+				return nil, api.FieldErrorf(field, "longer than max_key_bytes (%d)", maxKey)
+			}
+			d := sha256.Sum256([]byte(k))
+			if other, dup := where[d]; dup {
+				return nil, api.FieldErrorf(field, "same key as %s (keys must be unique)", other)
+			}
+			where[d] = field
+			ix.m[d] = &entry{key: []byte(k), consumer: e.Consumer}
 		}
 	}
-	return ix
+	return ix, nil
 }
 
 // lookup returns the consumer of key, nil if none.

@@ -37,8 +37,10 @@ func newConfig() any {
 
 // Validate checks what needs no I/O and names the field of each problem.
 func (c *Config) Validate() error {
-	if c.RequireHeader != "" && !validHeaderName(c.RequireHeader) {
-		return api.FieldErrorf("require_header", "%q is not a valid header name", c.RequireHeader)
+	if c.RequireHeader != "" {
+		if err := api.CheckHeaderName("require_header", c.RequireHeader); err != nil {
+			return err
+		}
 	}
 	if err := api.CheckStatus("status", c.Status); err != nil {
 		return err
@@ -46,25 +48,5 @@ func (c *Config) Validate() error {
 	if strings.ContainsRune(c.Body, 0) {
 		return api.FieldErrorf("body", "must not contain NUL bytes")
 	}
-	if !validHeaderName(c.StampHeader) {
-		return api.FieldErrorf("stamp_header", "%q is not a valid header name", c.StampHeader)
-	}
-	return nil
-}
-
-// validHeaderName accepts an RFC 9110 token.
-func validHeaderName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
-		default:
-			return false
-		}
-	}
-	return true
+	return api.CheckHeaderName("stamp_header", c.StampHeader)
 }

@@ -2,6 +2,7 @@ package api
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -69,4 +70,51 @@ func Field(parts ...any) string {
 		}
 	}
 	return b.String()
+}
+
+// Within puts err under field: a check that names its own fields ("keys[0]")
+// run for entry consumers[2] must say "consumers[2].keys[0]". nil stays nil;
+// an error that is not a *FieldError is named by field as a whole.
+func Within(field string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var fe *FieldError
+	if errors.As(err, &fe) {
+		if fe.Field == "" {
+			return &FieldError{Field: field, Reason: fe.Reason}
+		}
+		if strings.HasPrefix(fe.Field, "[") {
+			return &FieldError{Field: field + fe.Field, Reason: fe.Reason}
+		}
+		return &FieldError{Field: field + "." + fe.Field, Reason: fe.Reason}
+	}
+	return &FieldError{Field: field, Reason: err.Error()}
+}
+
+// ValidHeaderName reports whether s is an HTTP header name a config may name:
+// an RFC 9110 token (so not a pseudo-header such as ":path").
+func ValidHeaderName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// CheckHeaderName returns a *FieldError for field unless name is a valid
+// header name.
+func CheckHeaderName(field, name string) error {
+	if !ValidHeaderName(name) {
+		return FieldErrorf(field, "%q is not a valid header name", name)
+	}
+	return nil
 }

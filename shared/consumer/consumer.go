@@ -56,7 +56,7 @@ type Spec struct {
 
 // Check validates the spec; field is its path ("consumers[2]") for errors.
 func (s *Spec) Check(field string) error {
-	if err := checkName(s.Name); err != nil {
+	if err := CheckName(s.Name); err != nil {
 		return api.FieldErrorf(field+".name", "%v", err)
 	}
 	if !SafeHeaderValue(s.Group) {
@@ -85,9 +85,9 @@ func (s *Spec) Consumer() *api.Consumer {
 	return c
 }
 
-// checkName: consumer names travel upstream in a header and into logs, so
-// they must be printable, valid UTF-8 and short.
-func checkName(n string) error {
+// CheckName checks a consumer name: names travel upstream in a header and
+// into logs, so they must be printable, valid UTF-8 and short.
+func CheckName(n string) error {
 	switch {
 	case n == "":
 		return fmt.Errorf("must not be empty")

@@ -88,7 +88,7 @@ func (c *Config) Validate() error {
 		return err
 	}
 	for i := range c.Consumers {
-		if err := authn.Within(api.Field("consumers", i), c.Consumers[i].Credential.Validate()); err != nil {
+		if err := api.Within(api.Field("consumers", i), c.Consumers[i].Credential.Validate()); err != nil {
 			return err
 		}
 	}

@@ -77,7 +77,7 @@ func (f *filter) OnReceive(ctx api.Context, h api.RequestHeaderMap, _ api.Buffer
 
 func (c *compiled) deny(ctx api.Context, reason string, r *authn.Reply) api.Status {
 	c.stats.Denied(reason)
-	return ctx.Reply(r.Status, r.Body, r.Headers)
+	return r.Send(ctx)
 }
 
 const (

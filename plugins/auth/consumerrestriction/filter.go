@@ -1,7 +1,6 @@
 package consumerrestriction
 
 import (
-	"github.com/moeproxy/moe/plugins/auth/internal/authn"
 	"github.com/moeproxy/moe/shared/api"
 	"github.com/moeproxy/moe/shared/consumer"
 )
@@ -17,7 +16,7 @@ func (f *filter) OnReceive(ctx api.Context, h api.RequestHeaderMap, _ api.Buffer
 	who := ctx.Consumer()
 	if who == nil {
 		c.stats.Denied(reasonNoConsumer)
-		return reply(ctx, c.unauth)
+		return c.unauth.Send(ctx)
 	}
 	allow, reason := c.decide(who, h)
 	if allow {
@@ -27,16 +26,12 @@ func (f *filter) OnReceive(ctx api.Context, h api.RequestHeaderMap, _ api.Buffer
 	c.stats.Denied(reason)
 	switch {
 	case reason == reasonBadPath:
-		return reply(ctx, c.badPath)
+		return c.badPath.Send(ctx)
 	case consumer.IsAnonymous(who):
-		return reply(ctx, c.unauth)
+		return c.unauth.Send(ctx)
 	default:
-		return reply(ctx, c.denied)
+		return c.denied.Send(ctx)
 	}
-}
-
-func reply(ctx api.Context, r *authn.Reply) api.Status {
-	return ctx.Reply(r.Status, r.Body, r.Headers)
 }
 
 // decide applies the rules: a matching deny rule wins, then a matching allow

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/moeproxy/moe/plugins/auth/internal/authn"
 	"github.com/moeproxy/moe/shared/api"
 	"github.com/moeproxy/moe/shared/consumer"
 )
@@ -97,9 +96,6 @@ func newConfig() any {
 	}
 }
 
-// validHeaderName: an RFC 9110 token, never a pseudo header.
-func validHeaderName(s string) bool { return authn.ValidHeaderName(s) }
-
 // framingHeaders describe the connection or the message framing, not the request: copying
 // them between the client, the auth service and the upstream could desynchronise a connection
 // or reroute the request, so no allow-list may name them.
@@ -110,7 +106,7 @@ var framingHeaders = map[string]bool{
 
 func checkNames(field string, names []string, refuseFraming bool) error {
 	for i, n := range names {
-		if !validHeaderName(n) {
+		if !api.ValidHeaderName(n) {
 			return api.FieldErrorf(fmt.Sprintf("%s[%d]", field, i), "invalid header name %q", n)
 		}
 		if refuseFraming && framingHeaders[strings.ToLower(n)] {
@@ -148,7 +144,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	for k, v := range c.HeadersToAdd {
-		if !validHeaderName(k) {
+		if !api.ValidHeaderName(k) {
 			return api.FieldErrorf("headers_to_add."+k, "invalid header name")
 		}
 		if !consumer.SafeHeaderValue(v) {
@@ -168,10 +164,10 @@ func (c *Config) Validate() error {
 	if err := api.CheckRange("status_on_error", c.StatusOnError, 200, 599); err != nil {
 		return err
 	}
-	if c.ConsumerFromHeader != "" && !validHeaderName(c.ConsumerFromHeader) {
+	if c.ConsumerFromHeader != "" && !api.ValidHeaderName(c.ConsumerFromHeader) {
 		return api.FieldErrorf("consumer_from_header", "invalid header name %q", c.ConsumerFromHeader)
 	}
-	if c.ConsumerHeader != "" && !validHeaderName(c.ConsumerHeader) {
+	if c.ConsumerHeader != "" && !api.ValidHeaderName(c.ConsumerHeader) {
 		return api.FieldErrorf("consumer_header", "invalid header name %q", c.ConsumerHeader)
 	}
 	if err := api.CheckRange("max_idle_connections", c.MaxIdleConnections, 0, 10000); err != nil {

@@ -6,7 +6,6 @@ import (
 	"net"
 	"time"
 
-	"github.com/moeproxy/moe/plugins/auth/internal/authn"
 	"github.com/moeproxy/moe/shared/api"
 	"github.com/moeproxy/moe/shared/consumer"
 )
@@ -19,7 +18,7 @@ func (f *filter) OnReceive(ctx api.Context, h api.RequestHeaderMap, body api.Buf
 	if rt.body != nil && !rt.body.AllowPartialMessage && body != nil && body.Len() > rt.body.MaxRequestBytes {
 		// Normally the framework already answered 413 (Needs.MaxRequestBody).
 		rt.tooLargeC.Inc(1)
-		return reply(ctx, rt.bodyTooLarge)
+		return rt.bodyTooLarge.Send(ctx)
 	}
 	var key [32]byte
 	if rt.cache != nil {
@@ -68,10 +67,6 @@ func (rt *runtime) identify(ctx api.Context, h api.RequestHeaderMap, c *api.Cons
 	consumer.Forward(ctx, h, rt.consumerHeader)
 }
 
-func reply(ctx api.Context, r *authn.Reply) api.Status {
-	return ctx.Reply(r.Status, r.Body, r.Headers)
-}
-
 // fail handles a service that did not answer: fail open or closed.
 func (rt *runtime) fail(ctx api.Context, h api.RequestHeaderMap, err error) api.Status {
 	var ne net.Error
@@ -99,5 +94,5 @@ func (rt *runtime) fail(ctx api.Context, h api.RequestHeaderMap, err error) api.
 		rt.identify(ctx, h, nil)
 		return api.Continue
 	}
-	return reply(ctx, rt.errorReply)
+	return rt.errorReply.Send(ctx)
 }

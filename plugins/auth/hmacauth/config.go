@@ -161,17 +161,17 @@ func (c *Config) Validate() error {
 		}
 	}
 	c.DateHeader = strings.ToLower(c.DateHeader)
-	if !authn.ValidHeaderName(c.DateHeader) {
+	if !api.ValidHeaderName(c.DateHeader) {
 		return api.FieldErrorf("date_header", "%q is not a valid header name", c.DateHeader)
 	}
 	c.NonceHeader = strings.ToLower(c.NonceHeader)
-	if c.NonceHeader != "" && !authn.ValidHeaderName(c.NonceHeader) {
+	if c.NonceHeader != "" && !api.ValidHeaderName(c.NonceHeader) {
 		return api.FieldErrorf("nonce_header", "%q is not a valid header name", c.NonceHeader)
 	}
 	for i, h := range c.SignedHeaders {
 		h = strings.ToLower(h)
 		c.SignedHeaders[i] = h
-		if h != targetToken && h != cavageTargetToken && !authn.ValidHeaderName(h) {
+		if h != targetToken && h != cavageTargetToken && !api.ValidHeaderName(h) {
 			return api.FieldErrorf(api.Field("signed_headers", i), "%q is not a header name or @request-target", h)
 		}
 	}
@@ -191,7 +191,7 @@ func (c *Config) Validate() error {
 		return err
 	}
 	for i := range c.Consumers {
-		if err := authn.Within(api.Field("consumers", i), c.Consumers[i].Credential.Validate()); err != nil {
+		if err := api.Within(api.Field("consumers", i), c.Consumers[i].Credential.Validate()); err != nil {
 			return err
 		}
 	}

@@ -142,5 +142,5 @@ func (f *filter) OnReceive(ctx api.Context, h api.RequestHeaderMap, body api.Buf
 
 func (c *compiled) deny(ctx api.Context, reason string, r *authn.Reply) api.Status {
 	c.stats.Denied(reason)
-	return ctx.Reply(r.Status, r.Body, r.Headers)
+	return r.Send(ctx)
 }

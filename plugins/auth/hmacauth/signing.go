@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/moeproxy/moe/plugins/auth/internal/authn"
 	"github.com/moeproxy/moe/shared/api"
 )
 
@@ -22,7 +21,7 @@ func checkHeaderList(list string) (int, bool) {
 			return 0, false // double space, or leading/trailing space
 		}
 		if name != targetToken && name != cavageTargetToken {
-			if !authn.ValidHeaderName(name) || strings.ToLower(name) != name {
+			if !api.ValidHeaderName(name) || strings.ToLower(name) != name {
 				return 0, false
 			}
 		}

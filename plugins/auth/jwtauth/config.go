@@ -151,9 +151,6 @@ func prefixErr(prefix string, err error) error {
 	return fieldErr(prefix, "%v", err)
 }
 
-// validHeaderName: an RFC 9110 token, never a pseudo header.
-func validHeaderName(s string) bool { return authn.ValidHeaderName(s) }
-
 // Validate checks values; keys are parsed (and so checked) in Init.
 func (c *Config) Validate() error {
 	if !consumer.SafeHeaderValue(c.Realm) || strings.ContainsAny(c.Realm, `"\`) {
@@ -179,7 +176,7 @@ func (c *Config) Validate() error {
 		if n != 1 {
 			return fieldErr(f, "exactly one of header, query, cookie is required")
 		}
-		if s.Header != "" && !validHeaderName(s.Header) {
+		if s.Header != "" && !api.ValidHeaderName(s.Header) {
 			return fieldErr(f+".header", "invalid header name %q", s.Header)
 		}
 		if s.Prefix != "" && s.Header == "" {
@@ -192,7 +189,7 @@ func (c *Config) Validate() error {
 		if fc.Claim == "" {
 			return fieldErr(f+".claim", "required")
 		}
-		if !validHeaderName(fc.Header) {
+		if !api.ValidHeaderName(fc.Header) {
 			return fieldErr(f+".header", "invalid header name %q", fc.Header)
 		}
 		if h := strings.ToLower(fc.Header); seen[h] {

@@ -79,7 +79,7 @@ func (f *filter) OnReceive(ctx api.Context, h api.RequestHeaderMap, _ api.Buffer
 func (rt *runtime) deny(ctx api.Context, r reason) api.Status {
 	rt.denied[r].Inc(1)
 	rp := rt.replies[r]
-	return ctx.Reply(rp.Status, rp.Body, rp.Headers)
+	return rp.Send(ctx)
 }
 
 func (rt *runtime) clearForwarded(h api.RequestHeaderMap) {

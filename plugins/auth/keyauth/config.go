@@ -83,7 +83,7 @@ func (c *Config) Validate() error {
 		return err
 	}
 	for i := range c.Consumers {
-		if err := authn.Within(api.Field("consumers", i), c.Consumers[i].Credential.Validate()); err != nil {
+		if err := api.Within(api.Field("consumers", i), c.Consumers[i].Credential.Validate()); err != nil {
 			return err
 		}
 	}
@@ -138,14 +138,14 @@ func parseSource(s string) (source, error) {
 	}
 	switch kind {
 	case "header":
-		if !authn.ValidHeaderName(name) {
+		if !api.ValidHeaderName(name) {
 			return source{}, fmt.Errorf("%q: invalid header name", name)
 		}
 		return source{kind: srcHeader, name: strings.ToLower(name)}, nil
 	case "query":
 		return source{kind: srcQuery, name: name}, nil
 	case "cookie":
-		if !authn.ValidHeaderName(name) { // cookie names are tokens too
+		if !api.ValidHeaderName(name) { // cookie names are tokens too
 			return source{}, fmt.Errorf("%q: invalid cookie name", name)
 		}
 		return source{kind: srcCookie, name: name}, nil

@@ -164,27 +164,13 @@ func (c *Config) Validate() error {
 	if err := api.CheckRange("blocked.circuit_breaker_status", b.CircuitBreakerStatus, 200, 599); err != nil {
 		return err
 	}
-	if b.Header != "-" && !validHeaderName(b.Header) {
+	if b.Header != "-" && !api.ValidHeaderName(b.Header) {
 		return api.FieldErrorf("blocked.header", "invalid header name %q", b.Header)
 	}
 	if strings.ContainsAny(b.ContentType, "\r\n") {
 		return api.FieldErrorf("blocked.content_type", "must not contain CR or LF")
 	}
 	return nil
-}
-
-func validHeaderName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		ok := c == '-' || c == '_' || ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z') || ('0' <= c && c <= '9')
-		if !ok {
-			return false
-		}
-	}
-	return true
 }
 
 // Needs declares MayBlock for receive only when a throttling rule can queue a

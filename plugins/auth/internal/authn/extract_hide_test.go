@@ -44,13 +44,9 @@ func TestCookieAndRemoveCookie(t *testing.T) {
 	}
 }
 
-func TestQuoteParamAndSafeHeaderValue(t *testing.T) {
+func TestQuoteParam(t *testing.T) {
 	if got := QuoteParam("a\"b\\c\r\nd"); got != `"a\"b\\cd"` {
 		t.Fatalf("QuoteParam = %s", got)
 	}
-	for v, want := range map[string]bool{"ok value\t1": true, "Zoë": true, "a\r\nb": false, "a\x00": false, "a\x7f": false} {
-		if SafeHeaderValue(v) != want {
-			t.Errorf("SafeHeaderValue(%q) != %v", v, want)
-		}
-	}
+
 }

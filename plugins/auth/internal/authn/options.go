@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/moeproxy/moe/shared/api"
+	"github.com/moeproxy/moe/shared/consumer"
 )
 
 // Options are the settings every credential plugin (basic-auth, key-auth,
@@ -33,12 +34,12 @@ func DefaultOptions() Options { return Options{ConsumerHeader: "x-consumer-name"
 
 // Validate checks the shared fields.
 func (o *Options) Validate() error {
-	if o.ConsumerHeader != "" && !validHeaderName(o.ConsumerHeader) {
+	if o.ConsumerHeader != "" && !api.ValidHeaderName(o.ConsumerHeader) {
 		return api.FieldErrorf("consumer_header", "%q is not a valid header name", o.ConsumerHeader)
 	}
 	o.ConsumerHeader = strings.ToLower(o.ConsumerHeader)
 	if o.AnonymousConsumer != "" {
-		if err := checkConsumerName(o.AnonymousConsumer); err != nil {
+		if err := consumer.CheckName(o.AnonymousConsumer); err != nil {
 			return api.FieldErrorf("anonymous_consumer", "%v", err)
 		}
 	}
@@ -51,25 +52,5 @@ func (o *Options) Anonymous() *api.Consumer {
 	if o.AnonymousConsumer == "" {
 		return nil
 	}
-	return NewAnonymous(o.AnonymousConsumer)
+	return consumer.NewAnonymous(o.AnonymousConsumer)
 }
-
-// validHeaderName accepts an RFC 9110 token (and not a pseudo header).
-func validHeaderName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-// ValidHeaderName reports whether s can be used as a header name in config.
-func ValidHeaderName(s string) bool { return validHeaderName(s) }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/moeproxy/moe/plugins/auth/internal/authn"
 	"github.com/moeproxy/moe/shared/api"
+	"github.com/moeproxy/moe/shared/consumer"
 	"github.com/moeproxy/moe/shared/testing/fakeframework"
 )
 
@@ -38,45 +39,13 @@ func TestOptionsValidate(t *testing.T) {
 	}
 }
 
-func TestAnonymousAndAlreadyAuthenticated(t *testing.T) {
-	o := authn.Options{AnonymousConsumer: "guest"}
-	a := o.Anonymous()
-	if !authn.IsAnonymous(a) || a.Name != "guest" {
+func TestAnonymousConsumerIsMarked(t *testing.T) {
+	a := (&authn.Options{AnonymousConsumer: "guest"}).Anonymous()
+	if !consumer.IsAnonymous(a) || a.Name != "guest" {
 		t.Fatalf("anonymous consumer %+v", a)
 	}
 	if (&authn.Options{}).Anonymous() != nil {
 		t.Fatal("anonymous consumer without a name")
-	}
-	ctx := fakeframework.NewContext("p", fakeframework.NewRequest("GET", "/"))
-	if authn.AlreadyAuthenticated(ctx) {
-		t.Fatal("no consumer yet")
-	}
-	ctx.SetConsumer(a)
-	if authn.AlreadyAuthenticated(ctx) {
-		t.Fatal("anonymous counts as authenticated")
-	}
-	ctx.SetConsumer(&api.Consumer{Name: "alice"})
-	if !authn.AlreadyAuthenticated(ctx) {
-		t.Fatal("real consumer not seen")
-	}
-}
-
-func TestConsumerSpec(t *testing.T) {
-	s := authn.ConsumerSpec{Name: "alice", Group: "g", Attributes: map[string]string{"tier": "gold"}}
-	if err := s.Check("consumers[0]"); err != nil {
-		t.Fatal(err)
-	}
-	c := s.Consumer()
-	s.Attributes["tier"] = "changed"
-	if c.Attributes["tier"] != "gold" {
-		t.Fatal("consumer shares the config's attribute map")
-	}
-	bad := authn.ConsumerSpec{Name: "a", Attributes: map[string]string{authn.AnonymousAttribute: "true"}}
-	if fe, ok := bad.Check("consumers[1]").(*api.FieldError); !ok || fe.Field != "consumers[1].attributes."+authn.AnonymousAttribute {
-		t.Fatalf("reserved attribute accepted: %v", fe)
-	}
-	if err := (&authn.ConsumerSpec{}).Check("c"); err == nil {
-		t.Fatal("empty name accepted")
 	}
 }
 

@@ -25,10 +25,11 @@ func NewReply(status int, challenge, reason string) *Reply {
 	return r
 }
 
-// Send answers the request with the reply. The caller returns api.Stop.
-func (r *Reply) Send(ctx api.Context) {
-	// The error only says the stream is gone or already answered; nothing to do.
-	_ = ctx.Receiver().SendHijackReplyWithBody(r.Status, r.Headers, r.Body)
+// Send answers the request with the reply and returns api.Stop:
+//
+//	return c.missing.Send(ctx)
+func (r *Reply) Send(ctx api.Context) api.Status {
+	return ctx.Reply(r.Status, r.Body, r.Headers)
 }
 
 // QuoteParam quotes s as an auth-param value (RFC 9110 quoted-string),

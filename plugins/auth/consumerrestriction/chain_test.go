@@ -4,9 +4,6 @@ import (
 	"testing"
 
 	_ "github.com/moeproxy/moe/plugins/auth/keyauth" // the auth plugin chained before
-	"github.com/moeproxy/moe/shared/api"
-	"github.com/moeproxy/moe/shared/consumer"
-	"github.com/moeproxy/moe/shared/registry"
 	"github.com/moeproxy/moe/shared/testing/fakeenvoy"
 )
 
@@ -73,65 +70,6 @@ func BenchmarkChain(b *testing.B) {
 	b.Run("key-auth+consumer-restriction", func(b *testing.B) { fakeenvoy.BenchChain(b, fakeenvoy.MustParseChain(b, chainJSON), key) })
 }
 
-// testAuth is a minimal auth plugin with a chain-level credential, for the
-// tests below: x-key identifies the consumer whose credential has that key
-// (constant-time compares do not matter here).
-//
-// Note: key-auth, the auth plugin of this package's other tests, does not
-// register a credential type (registry.Plugin.NewCredential) in this branch
-// yet. Once it does, these tests can use key-auth's chain-level credential
-// (consumers[].auth.key-auth) instead of this plugin.
-const testAuth = "test-chain-auth"
-
-type testCred struct {
-	Key string `json:"key"`
-}
-
-type testAuthConfig struct {
-	byKey map[string]*api.Consumer
-}
-
-func (c *testAuthConfig) Init(env api.ConfigEnv) error {
-	entries, err := consumer.Collect(env, "consumers", []testAuthEntry(nil), func(x *testAuthEntry) (*consumer.Spec, *testCred) { return &x.Spec, &x.testCred })
-	if err != nil {
-		return err
-	}
-	c.byKey = map[string]*api.Consumer{}
-	for _, e := range entries {
-		c.byKey[e.Credential.Key] = e.Consumer
-	}
-	return nil
-}
-
-type testAuthEntry struct {
-	consumer.Spec
-	testCred
-}
-
-type testAuthFilter struct{ c *testAuthConfig }
-
-func (f testAuthFilter) OnReceive(ctx api.Context, h api.RequestHeaderMap, _ api.Buffer, _ api.HeaderMap) api.Status {
-	k, _ := h.Get("x-key")
-	c := f.c.byKey[k]
-	if c == nil {
-		return ctx.Reply(401, "who are you", nil)
-	}
-	consumer.Identify(ctx, h, c, "x-consumer-name")
-	return api.Continue
-}
-
-func registerTestAuth() {
-	if _, ok := registry.Get(testAuth); ok {
-		return
-	}
-	registry.Register(registry.Plugin{
-		Name:          testAuth,
-		NewConfig:     func() any { return &testAuthConfig{} },
-		NewCredential: func() any { return &testCred{} },
-		Factory:       func(c any) api.Filter { return testAuthFilter{c.(*testAuthConfig)} },
-	})
-}
-
 const rbacRules = `{"rules":[
 	{"consumers":["*"],"methods":["GET"]},
 	{"groups":["admins"]},
@@ -141,14 +79,13 @@ const rbacRules = `{"rules":[
 // for the auth plugin) is what consumer-restriction decides on, by name and
 // by the group given there.
 func TestChainLevelConsumers(t *testing.T) {
-	registerTestAuth()
 	r, err := fakeenvoy.NewChain(`{"plugins":[
-		{"name":"` + testAuth + `"},
+		{"name":"key-auth","config":{"sources":["header:x-key"]}},
 		{"name":"consumer-restriction","config":` + rbacRules + `}],
 	"consumers":[
-		{"name":"alice","group":"admins","auth":{"` + testAuth + `":{"key":"alice-key"}}},
-		{"name":"bob","group":"users","auth":{"` + testAuth + `":{"key":"bob-key"}}},
-		{"name":"carol","auth":{"` + testAuth + `":{"key":"carol-key"}}}]}`)
+		{"name":"alice","group":"admins","auth":{"key-auth":{"keys":["alice-key-0001"]}}},
+		{"name":"bob","group":"users","auth":{"key-auth":{"keys":["bob-key-0001"]}}},
+		{"name":"carol","auth":{"key-auth":{"keys":["carol-key-0001"]}}}]}`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,11 +93,11 @@ func TestChainLevelConsumers(t *testing.T) {
 		name, method, path, key string
 		want                    int
 	}{
-		{"admins write", "POST", "/x", "alice-key", 200},
-		{"users read", "GET", "/x", "bob-key", 200},
-		{"users cannot write", "POST", "/x", "bob-key", 403},
-		{"no group: read only", "PUT", "/x", "carol-key", 403},
-		{"deny rule wins for admins", "GET", "/admin/x", "alice-key", 403},
+		{"admins write", "POST", "/x", "alice-key-0001", 200},
+		{"users read", "GET", "/x", "bob-key-0001", 200},
+		{"users cannot write", "POST", "/x", "bob-key-0001", 403},
+		{"no group: read only", "PUT", "/x", "carol-key-0001", 403},
+		{"deny rule wins for admins", "GET", "/admin/x", "alice-key-0001", 403},
 		{"the auth plugin answers an unknown key", "GET", "/x", "nope", 401},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -214,14 +151,13 @@ func TestConsumerFromAnEarlierGolangFilter(t *testing.T) {
 	}
 
 	// The same, with the filter state the first golang filter really leaves:
-	// an auth plugin identifies alice (a chain-level consumer) there.
-	registerTestAuth()
-	first, err := fakeenvoy.NewChain(`{"plugins":[{"name":"` + testAuth + `"}],
-		"consumers":[{"name":"alice","group":"admins","auth":{"` + testAuth + `":{"key":"alice-key"}}}]}`)
+	// key-auth identifies alice (a chain-level consumer) there.
+	first, err := fakeenvoy.NewChain(`{"plugins":[{"name":"key-auth","config":{"sources":["header:x-key"]}}],
+		"consumers":[{"name":"alice","group":"admins","auth":{"key-auth":{"keys":["alice-key-0001"]}}}]}`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := first.Do(fakeenvoy.Request{Method: "POST", Headers: [][2]string{{"x-key", "alice-key"}}})
+	res := first.Do(fakeenvoy.Request{Method: "POST", Headers: [][2]string{{"x-key", "alice-key-0001"}}})
 	if res.Status != 200 || res.FilterState["moe.consumer"] == "" {
 		t.Fatalf("first filter: %d, state %v", res.Status, res.FilterState)
 	}

@@ -278,6 +278,13 @@ func integral(n json.Number) string {
 }
 
 func collectFields(t reflect.Type, out map[string]reflect.Type) {
+	jsonFields(t, func(name string, f reflect.StructField) { out[name] = f.Type })
+}
+
+// jsonFields calls fn for every field of struct type t that encoding/json
+// decodes, with its json name, in declaration order; fields of embedded
+// structs without a json name are flattened into t, as JSON does.
+func jsonFields(t reflect.Type, fn func(name string, f reflect.StructField)) {
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
 		tag := f.Tag.Get("json")
@@ -291,7 +298,7 @@ func collectFields(t reflect.Type, out map[string]reflect.Type) {
 				ft = ft.Elem()
 			}
 			if ft.Kind() == reflect.Struct {
-				collectFields(ft, out)
+				jsonFields(ft, fn)
 				continue
 			}
 		}
@@ -301,7 +308,7 @@ func collectFields(t reflect.Type, out map[string]reflect.Type) {
 		if name == "" {
 			name = f.Name
 		}
-		out[name] = f.Type
+		fn(name, f)
 	}
 }
 

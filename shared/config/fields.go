@@ -3,7 +3,6 @@ package config
 import (
 	"encoding/json"
 	"reflect"
-	"strings"
 )
 
 // FieldInfo describes one config field as users write it in YAML.
@@ -40,33 +39,11 @@ var (
 )
 
 func structFields(t reflect.Type, prefix string, out *[]FieldInfo) {
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		tag := f.Tag.Get("json")
-		name, _, _ := strings.Cut(tag, ",")
-		if name == "-" && !strings.HasPrefix(tag, "-,") {
-			continue
-		}
-		if f.Anonymous && name == "" {
-			ft := f.Type
-			if ft.Kind() == reflect.Pointer {
-				ft = ft.Elem()
-			}
-			if ft.Kind() == reflect.Struct {
-				structFields(ft, prefix, out)
-				continue
-			}
-		}
-		if !f.IsExported() {
-			continue
-		}
-		if name == "" {
-			name = f.Name
-		}
+	jsonFields(t, func(name string, f reflect.StructField) {
 		path := prefix + name
 		*out = append(*out, FieldInfo{Path: path, Type: typeName(f.Type)})
 		nested(f.Type, path, out)
-	}
+	})
 }
 
 // nested adds the fields of objects inside t (directly, in a list, in a map).

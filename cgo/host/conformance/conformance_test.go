@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/moeproxy/moe/shared/testing/echo"
+	"github.com/moeproxy/moe/shared/testing/hosttest"
 )
 
 // env is what the scenario tests share: one host with all listeners and three upstreams.
@@ -32,9 +33,8 @@ func newEnv(t *testing.T) *env {
 	t.Helper()
 	findBinaries(t) // skip early, before starting upstreams
 	e := &env{a1: startUpstream(t, "a1"), a2: startUpstream(t, "a2"), b: startUpstream(t, "b")}
-	e.deadPort = freePort(t)
-	for e.strayPort = freePort(t); e.strayPort == e.deadPort; e.strayPort = freePort(t) {
-	}
+	e.deadPort = hosttest.ClosedPort(t)
+	e.strayPort = hosttest.ClosedPort(t)
 	e.h = startHost(t, hostSpec{tmpl: "main", listeners: mainListeners, data: map[string]any{
 		"A1": e.a1.Port, "A2": e.a2.Port, "B": e.b.Port, "Dead": e.deadPort,
 	}})

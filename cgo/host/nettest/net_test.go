@@ -557,17 +557,8 @@ func TestNetwork(t *testing.T) {
 	})
 }
 
-// closedPort is a loopback port the OS just handed out and that nobody listens on now.
-func closedPort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	return port
-}
+// closedPort is a loopback port that refuses connections for the whole test.
+func closedPort(t *testing.T) int { return hosttest.ClosedPort(t) }
 
 func TestUpstreamRefused503(t *testing.T) {
 	h := startHost(t, closedPort(t))

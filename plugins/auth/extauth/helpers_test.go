@@ -1,6 +1,7 @@
 package extauth
 
 import (
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"github.com/moeproxy/moe/shared/api"
 	"github.com/moeproxy/moe/shared/config"
 	"github.com/moeproxy/moe/shared/testing/fakeframework"
+	"github.com/moeproxy/moe/shared/testing/hosttest"
 )
 
 // seen is a check request as the authorization service got it.
@@ -132,11 +134,5 @@ func withAuth(v string) *fakeframework.Request {
 }
 
 func deadURL(t testing.TB) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return "http://" + addr
+	return fmt.Sprintf("http://127.0.0.1:%d", hosttest.ClosedPort(t))
 }

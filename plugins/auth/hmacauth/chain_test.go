@@ -76,18 +76,7 @@ func signedAs(keyID, secret, path string) fakeenvoy.Request {
 
 func consumerOf(t *testing.T, cfg any, req fakeenvoy.Request) (int, string) {
 	t.Helper()
-	res := fakeenvoy.Do(filtermanager.Factory, cfg, req)
-	if len(res.Violations) > 0 {
-		t.Fatalf("violations %v", res.Violations)
-	}
-	if res.Upstream == nil {
-		return res.Status, ""
-	}
-	got := res.Upstream.Headers["x-consumer-name"]
-	if len(got) != 1 {
-		t.Fatalf("x-consumer-name %v", got)
-	}
-	return res.Status, got[0]
+	return fakeenvoy.Forwarded(t, cfg, req, "x-consumer-name")
 }
 
 func TestChainConsumersAreIdentified(t *testing.T) {

@@ -48,13 +48,10 @@ var reasons = []string{"missing", "malformed", "too_large", "bad_algorithm", "mi
 // headers and the replies, and sets up the nonce store: the process-wide
 // memory cache, or a reference on the shared Redis client.
 func (c *Config) Init(env api.ConfigEnv) error {
-	entries, err := consumer.Collect(env, "consumers", c.Consumers,
+	entries, err := authn.RequiredConsumers(env, c.Consumers,
 		func(x *Consumer) (*consumer.Spec, *Credential) { return &x.Spec, &x.Credential })
 	if err != nil {
 		return err
-	}
-	if len(entries) == 0 && !env.IsRoute() {
-		return api.FieldErrorf("consumers", "at least one consumer is required, in this list or as a chain-level consumer with auth.%s (a per-route config may omit them to keep the parent's)", Name)
 	}
 	cc := &compiled{
 		anonymous:  c.Anonymous(),

@@ -1,7 +1,7 @@
 package jwtauth
 
 import (
-	"net"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/moeproxy/moe/shared/api"
 	"github.com/moeproxy/moe/shared/testing/fakeframework"
+	"github.com/moeproxy/moe/shared/testing/hosttest"
 )
 
 // jwksServer serves a JWKS that tests can change or break.
@@ -114,12 +115,7 @@ func TestJWKSDownAtStartThenUp(t *testing.T) {
 }
 
 func TestJWKSDeadPortDoesNotBlock(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
+	addr := fmt.Sprintf("127.0.0.1:%d", hosttest.ClosedPort(t))
 	cfg, _ := newRT(t, `{"jwks":{"url":"http://`+addr+`/jwks","retry_backoff":"5ms","retry_backoff_max":"10ms"}}`)
 	ctx, _ := do(t, cfg, bearer(sign(t, map[string]any{"alg": "HS256"}, claimsValid(), hmacKey)))
 	wantDenied(t, ctx, "jwks unavailable")

@@ -64,18 +64,7 @@ func consumerOf(t *testing.T, cfg any, key string) (int, string) {
 	if key != "" {
 		req.Headers = append(req.Headers, [2]string{"x-api-key", key})
 	}
-	res := fakeenvoy.Do(filtermanager.Factory, cfg, req)
-	if len(res.Violations) > 0 {
-		t.Fatalf("violations %v", res.Violations)
-	}
-	if res.Upstream == nil {
-		return res.Status, ""
-	}
-	got := res.Upstream.Headers["x-consumer-name"]
-	if len(got) != 1 {
-		t.Fatalf("x-consumer-name %v", got)
-	}
-	return res.Status, got[0]
+	return fakeenvoy.Forwarded(t, cfg, req, "x-consumer-name")
 }
 
 func TestChainConsumersAreIdentified(t *testing.T) {

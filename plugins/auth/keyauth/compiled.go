@@ -24,13 +24,10 @@ type compiled struct {
 // Init indexes the keys of the plugin's own consumers and of the chain's
 // (consumer.Collect: names unique across both lists), and builds the replies.
 func (c *Config) Init(env api.ConfigEnv) error {
-	entries, err := consumer.Collect(env, "consumers", c.Consumers,
+	entries, err := authn.RequiredConsumers(env, c.Consumers,
 		func(x *Consumer) (*consumer.Spec, *Credential) { return &x.Spec, &x.Credential })
 	if err != nil {
 		return err
-	}
-	if len(entries) == 0 && !env.IsRoute() {
-		return api.FieldErrorf("consumers", "at least one consumer is required, in this list or as a chain-level consumer with auth.%s (a per-route config may omit them to keep the parent's)", Name)
 	}
 	cc := &compiled{
 		anonymous: c.Anonymous(),

@@ -3,6 +3,8 @@ package fakeenvoy
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
+	"testing"
 
 	"github.com/moeproxy/moe/shared/filtermanager"
 )
@@ -65,4 +67,24 @@ func rawJSON(v any) (string, error) {
 	}
 	b, err := json.Marshal(v)
 	return string(b), err
+}
+
+// Forwarded sends req through the filter built from cfg and returns the status
+// and the value of header as the upstream received it ("" when the request did
+// not reach the upstream). It fails the test on SDK misuse or when the
+// upstream got the header more than once (a spoofed copy left in place).
+func Forwarded(t testing.TB, cfg any, req Request, header string) (int, string) {
+	t.Helper()
+	res := Do(filtermanager.Factory, cfg, req)
+	if len(res.Violations) > 0 {
+		t.Fatalf("SDK violations %v", res.Violations)
+	}
+	if res.Upstream == nil {
+		return res.Status, ""
+	}
+	got := res.Upstream.Headers[strings.ToLower(header)]
+	if len(got) != 1 {
+		t.Fatalf("upstream %s: %v, want one value", header, got)
+	}
+	return res.Status, got[0]
 }

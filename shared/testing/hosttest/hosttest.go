@@ -549,3 +549,25 @@ func (b *lockedBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// ClosedPort returns a loopback TCP port that refuses connections for the
+// whole test: a socket is bound to it but never listens, so a connect gets a
+// reset (ECONNREFUSED) and no other process (a parallel test package) can take
+// the port in the meantime, as it could with a port that was merely free a
+// moment ago. Use it for "the service is down".
+func ClosedPort(t testing.TB) int {
+	t.Helper()
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatalf("closed port: socket: %v", err)
+	}
+	t.Cleanup(func() { syscall.Close(fd) })
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatalf("closed port: bind: %v", err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		t.Fatalf("closed port: getsockname: %v", err)
+	}
+	return sa.(*syscall.SockaddrInet4).Port
+}

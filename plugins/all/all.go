@@ -20,5 +20,6 @@ import (
 	_ "github.com/moeproxy/moe/plugins/limiting/limitreq"
 	_ "github.com/moeproxy/moe/plugins/limiting/sentinel"
 	_ "github.com/moeproxy/moe/plugins/routing/canary"
+	_ "github.com/moeproxy/moe/plugins/routing/ldcroute"
 	_ "github.com/moeproxy/moe/plugins/template"
 )

@@ -27,15 +27,19 @@ func (c *Config) slotOf(uid string) (int, bool) {
 	// Decimal modulo digit by digit: ids longer than 64-bit integers (and
 	// leading zeros) work, and with 100 slots the slot is the id's last two
 	// digits, as LDC deployments shard users.
-	r := 0
+	// r is reduced only when it could overflow (r*10+9 stays below 2^63).
+	var r uint64
 	for i := 0; i < len(uid); i++ {
 		d := uid[i] - '0'
 		if d > 9 {
 			return 0, false
 		}
-		r = (r*10 + int(d)) % c.Slots
+		r = r*10 + uint64(d)
+		if r >= 1<<59 {
+			r %= uint64(c.Slots)
+		}
 	}
-	return r, true
+	return int(r % uint64(c.Slots)), true
 }
 
 // outcome of one request's routing.

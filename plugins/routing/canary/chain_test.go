@@ -3,6 +3,8 @@ package canary_test
 import (
 	"testing"
 
+	// key-auth identifies the consumer in TestChainKeyedByConsumer.
+	_ "github.com/moeproxy/moe/plugins/auth/keyauth"
 	"github.com/moeproxy/moe/shared/testing/fakeenvoy"
 )
 
@@ -67,4 +69,32 @@ func BenchmarkChain(b *testing.B) {
 		fakeenvoy.BenchChain(b, fakeenvoy.MustParseChain(b, `{"plugins":[{"name":"canary","config":{"keys":["$header_x-user-id"],
 		  "targets":[{"name":"a","cluster":"a","weight":60},{"name":"b","cluster":"b","weight":10},{"name":"c","cluster":"c","weight":10},{"name":"d","cluster":"d","weight":10},{"name":"e","cluster":"e","weight":10}]}}]}`), user)
 	})
+}
+
+// Keyed by $consumer: after key-auth identified the caller, in the same
+// phase, the split is per consumer (why the plugin is AfterRoute).
+func TestChainKeyedByConsumer(t *testing.T) {
+	r, err := fakeenvoy.NewChain(`{"plugins":[
+	  {"name":"key-auth","config":{"sources":["header:x-api-key"],"consumers":[
+	    {"name":"alice","keys":["alice-key-0123456789"]},{"name":"bob","keys":["bob-key-01234567890"]}]}},
+	  {"name":"canary","config":{"keys":["$consumer"],"targets":[{"name":"stable","cluster":"svc-v1","weight":50},{"name":"canary","cluster":"svc-v2","weight":50}]}}]}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]string{}
+	for i := 0; i < 10; i++ {
+		for _, k := range []string{"alice-key-0123456789", "bob-key-01234567890"} {
+			res := r.Do(fakeenvoy.Request{Headers: [][2]string{{"x-api-key", k}}, Router: router})
+			if len(res.Violations) > 0 || res.Upstream == nil {
+				t.Fatalf("%v %+v", res.Violations, res)
+			}
+			if prev, ok := seen[k]; ok && prev != res.Upstream.Cluster {
+				t.Fatalf("consumer of %s moved %s -> %s", k, prev, res.Upstream.Cluster)
+			}
+			seen[k] = res.Upstream.Cluster
+		}
+	}
+	if n := fakeenvoy.Stats.Counter("moe_canary_by_key"); n < 20 {
+		t.Fatalf("by_key = %d: the consumer was not the key", n)
+	}
 }

@@ -20,6 +20,7 @@ import (
 	_ "github.com/moeproxy/moe/plugins/limiting/limitreq"
 	_ "github.com/moeproxy/moe/plugins/limiting/sentinel"
 	_ "github.com/moeproxy/moe/plugins/stream/fault"
+	_ "github.com/moeproxy/moe/plugins/stream/headermutation"
 	_ "github.com/moeproxy/moe/plugins/stream/payloadlimit"
 	_ "github.com/moeproxy/moe/plugins/template"
 )

@@ -19,6 +19,7 @@ import (
 	_ "github.com/moeproxy/moe/plugins/limiting/limitcount"
 	_ "github.com/moeproxy/moe/plugins/limiting/limitreq"
 	_ "github.com/moeproxy/moe/plugins/limiting/sentinel"
+	_ "github.com/moeproxy/moe/plugins/stream/directresponse"
 	_ "github.com/moeproxy/moe/plugins/stream/fault"
 	_ "github.com/moeproxy/moe/plugins/stream/headermutation"
 	_ "github.com/moeproxy/moe/plugins/stream/payloadlimit"

@@ -59,6 +59,9 @@ func TestE2EExample(t *testing.T) {
 		t.Errorf("/health (disabled): %v, upstream x-user %q", resp.Header, e.Values("x-user"))
 	}
 
+	if got := h.Counter(t, "moe_header_mutation_condition_errors"); got != 0 {
+		t.Errorf("condition_errors = %d, want 0 (the example's conditions guard optional keys)", got)
+	}
 	if got := h.Counter(t, "moe_header_mutation_sanitized_values"); got != 1 {
 		t.Errorf("sanitized_values = %d, want 1", got)
 	}

@@ -21,5 +21,9 @@ import (
 	_ "github.com/moeproxy/moe/plugins/limiting/sentinel"
 	_ "github.com/moeproxy/moe/plugins/routing/canary"
 	_ "github.com/moeproxy/moe/plugins/routing/ldcroute"
+	_ "github.com/moeproxy/moe/plugins/stream/directresponse"
+	_ "github.com/moeproxy/moe/plugins/stream/fault"
+	_ "github.com/moeproxy/moe/plugins/stream/headermutation"
+	_ "github.com/moeproxy/moe/plugins/stream/payloadlimit"
 	_ "github.com/moeproxy/moe/plugins/template"
 )

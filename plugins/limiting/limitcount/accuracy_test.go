@@ -12,7 +12,7 @@ import (
 // offer sends rps requests per second for dur (each in its own goroutine,
 // paced by a ticker) and returns the start offsets of the admitted ones and
 // the number of rejected and other answers.
-func offer(t *testing.T, do func() int, rps int, dur time.Duration) (admitted []time.Duration, rejected, other int) {
+func offer(t *testing.T, do func() int, rps int, dur time.Duration) (admitted, sent []time.Duration, rejected, other int) {
 	t.Helper()
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -22,9 +22,10 @@ func offer(t *testing.T, do func() int, rps int, dur time.Duration) (admitted []
 	for i := 0; i < int(dur.Seconds()*float64(rps)); i++ {
 		<-tick.C
 		wg.Add(1)
+		at := time.Since(start)
+		sent = append(sent, at)
 		go func() {
 			defer wg.Done()
-			at := time.Since(start)
 			code := do()
 			mu.Lock()
 			defer mu.Unlock()
@@ -40,7 +41,37 @@ func offer(t *testing.T, do func() int, rps int, dur time.Duration) (admitted []
 	}
 	wg.Wait()
 	sort.Slice(admitted, func(i, j int) bool { return admitted[i] < admitted[j] })
-	return admitted, rejected, other
+	return admitted, sent, rejected, other
+}
+
+// expectedAdmitted is what a limiter of limit per 1 s window, aligned with the
+// start of the offer, admits of requests sent at these times: the limit in
+// every window with enough requests, all of them in the others. On a loaded
+// machine the offer can spill into an extra window; counting what was really
+// sent per window keeps the check about the limiter, not about the clock.
+func expectedAdmitted(sent []time.Duration, limit int) int {
+	per := map[int]int{}
+	for _, at := range sent {
+		per[int(at/time.Second)]++
+	}
+	n := 0
+	for _, c := range per {
+		n += min(c, limit)
+	}
+	return n
+}
+
+// checkAccuracy requires admitted within 10% of what the limit allows for the
+// requests sent.
+func checkAccuracy(t *testing.T, what string, admitted, sent []time.Duration, limit int) {
+	t.Helper()
+	want := expectedAdmitted(sent, limit)
+	span := sent[len(sent)-1]
+	t.Logf("%s: sent %d over %v, admitted %d, the limit allows %d (%+.1f%%); at most %d admitted in any 1s",
+		what, len(sent), span.Round(time.Millisecond), len(admitted), want, 100*float64(len(admitted)-want)/float64(want), maxInAnySecond(admitted))
+	if d := float64(len(admitted)-want) / float64(want); d < -0.1 || d > 0.1 {
+		t.Errorf("%s: admitted %d, want within 10%% of %d", what, len(admitted), want)
+	}
 }
 
 // maxInAnySecond is the most admissions in any 1s interval: the burst a
@@ -72,21 +103,17 @@ func TestAccuracy(t *testing.T) {
 		t.Run(window, func(t *testing.T) {
 			t.Parallel()
 			run := runner(t, cfgFor(r, map[string]any{"count": limit, "time_window": "1s", "window": window, "key_prefix": "acc-" + window + ":"}))
-			if window == "sliding" {
-				waitForWindowOffset(t, r, 1000, 0, false)
-			}
-			at, rejected, other := offer(t, func() int {
+			// Start on a window boundary of Redis' clock, so windows of the offer
+			// are the limiter's (and a sliding key without history behaves like a
+			// fixed window in its first window).
+			waitForWindowOffset(t, r, 1000, 0, false)
+			at, sent, rejected, other := offer(t, func() int {
 				return run.Do(fakeenvoy.Request{RemoteAddr: "192.0.2.7:1234"}).Status
 			}, rps, seconds*time.Second)
-			rate := float64(len(at)) / seconds
-			t.Logf("%s window: offered %d rps for %ds against %d/1s: admitted %d (%.1f/s, %+.1f%% of the limit), rejected %d, other %d; at most %d admitted in any 1s",
-				window, rps, seconds, limit, len(at), rate, 100*(rate-limit)/limit, rejected, other, maxInAnySecond(at))
 			if other != 0 {
-				t.Errorf("%d answers neither 200 nor 429", other)
+				t.Errorf("%d answers neither 200 nor 429 (%d rejected)", other, rejected)
 			}
-			if rate < limit*0.9 || rate > limit*1.1 {
-				t.Errorf("admitted %.1f/s, want within 10%% of %d/s", rate, limit)
-			}
+			checkAccuracy(t, window+" window", at, sent, limit)
 		})
 	}
 }

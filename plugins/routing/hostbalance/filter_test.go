@@ -36,7 +36,7 @@ func (c *upstreamCtx) Sender() api.SenderFilterHandler {
 	return upstreamSender{c.Context.Sender(), upstreamInfo{c.Context.Sender().RequestInfo(), c.upstream}}
 }
 func (s upstreamSender) RequestInfo() api.RequestInfo { return s.info }
-func (i upstreamInfo) UpstreamHost() string          { return i.upstream }
+func (i upstreamInfo) UpstreamHost() string           { return i.upstream }
 
 // request runs one request through a new filter of c: OnReceive, then (if
 // status > 0) Append with that status and upstream host, then Log.

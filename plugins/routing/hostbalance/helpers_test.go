@@ -32,6 +32,6 @@ type nopHistogram struct{}
 
 func (nopHistogram) Record(uint64) {}
 
-func (nopMetrics) Counter(string) api.Counter                { return nopCounter{} }
-func (nopMetrics) Gauge(string) api.Gauge                    { return nopGauge{} }
+func (nopMetrics) Counter(string) api.Counter               { return nopCounter{} }
+func (nopMetrics) Gauge(string) api.Gauge                   { return nopGauge{} }
 func (nopMetrics) Histogram(string, []uint64) api.Histogram { return nopHistogram{} }

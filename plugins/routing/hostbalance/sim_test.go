@@ -19,9 +19,9 @@ import (
 
 type simParams struct {
 	servers, clients, concurrency, requests int
-	baseMean, baseStd, reqStd             time.Duration
-	slowLatency                            time.Duration
-	slowProb                               float64
+	baseMean, baseStd, reqStd               time.Duration
+	slowLatency                             time.Duration
+	slowProb                                float64
 }
 
 var mosnExperiment = simParams{

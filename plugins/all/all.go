@@ -20,5 +20,6 @@ import (
 	_ "github.com/moeproxy/moe/plugins/limiting/limitreq"
 	_ "github.com/moeproxy/moe/plugins/limiting/sentinel"
 	_ "github.com/moeproxy/moe/plugins/routing/hostbalance"
+	_ "github.com/moeproxy/moe/plugins/routing/mirror"
 	_ "github.com/moeproxy/moe/plugins/template"
 )

@@ -173,11 +173,11 @@ func (l latencySummary) String() string {
 }
 
 // TestSimulationPeakEWMABeatsRoundRobinAndLeastRequest reproduces the
-// experiment for several seeds; peak-ewma's p99 must be below round robin's
+// experiment for five seeds (base latencies and request draws); peak-ewma's p99 must be below round robin's
 // and least request's in each.
 func TestSimulationPeakEWMABeatsRoundRobinAndLeastRequest(t *testing.T) {
 	var table strings.Builder
-	for _, seed := range []uint64{1, 2, 3} {
+	for _, seed := range []uint64{1, 2, 3, 4, 5} {
 		res := map[string]latencySummary{}
 		for _, s := range []string{RoundRobin, Random, LeastRequest, PeakEWMA} {
 			res[s] = summarize(simulate(mosnExperiment, s, seed))

@@ -17,6 +17,7 @@ require (
 	golang.org/x/text v0.44.0
 	golang.org/x/time v0.16.0
 	google.golang.org/protobuf v1.36.12
+	gopkg.in/natefinch/lumberjack.v2 v2.2.1
 	istio.io/api v1.32.0
 	sigs.k8s.io/yaml v1.6.0
 )

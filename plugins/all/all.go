@@ -21,5 +21,6 @@ import (
 	_ "github.com/moeproxy/moe/plugins/limiting/sentinel"
 	_ "github.com/moeproxy/moe/plugins/stream/accesslog"
 	_ "github.com/moeproxy/moe/plugins/stream/auditlog"
+	_ "github.com/moeproxy/moe/plugins/stream/trace"
 	_ "github.com/moeproxy/moe/plugins/template"
 )

@@ -23,9 +23,12 @@ import (
 	_ "github.com/moeproxy/moe/plugins/routing/hostbalance"
 	_ "github.com/moeproxy/moe/plugins/routing/ldcroute"
 	_ "github.com/moeproxy/moe/plugins/routing/mirror"
+	_ "github.com/moeproxy/moe/plugins/stream/accesslog"
+	_ "github.com/moeproxy/moe/plugins/stream/auditlog"
 	_ "github.com/moeproxy/moe/plugins/stream/directresponse"
 	_ "github.com/moeproxy/moe/plugins/stream/fault"
 	_ "github.com/moeproxy/moe/plugins/stream/headermutation"
 	_ "github.com/moeproxy/moe/plugins/stream/payloadlimit"
+	_ "github.com/moeproxy/moe/plugins/stream/trace"
 	_ "github.com/moeproxy/moe/plugins/template"
 )

@@ -49,8 +49,14 @@ func TestE2EAccuracy(t *testing.T) {
 	if other.Load() != 0 {
 		t.Errorf("%d responses were neither 200 nor 429", other.Load())
 	}
-	if admittedRate < 45 || admittedRate > 55 {
-		t.Errorf("admitted %.1f rps, want within 10%% of 50", admittedRate)
+	// The upper bound is the limiter's promise: never more than burst + rate x
+	// elapsed (+10%). Fewer admissions than that only mean the client did not
+	// offer during some interval (a stall of a loaded machine: the bucket keeps
+	// at most burst tokens, the rest of that interval's tokens are lost), so
+	// the lower bound is looser; the unit tests check it exactly with a fake
+	// clock.
+	if admittedRate < 50*0.75 || admittedRate > 50*1.1 {
+		t.Errorf("admitted %.1f rps, want at most 10%% over 50 (and not under 37.5)", admittedRate)
 	}
 	if p, r := h.Counter(t, "moe_limit_req_passed"), h.Counter(t, "moe_limit_req_rejected"); p != ok.Load() || r != limited.Load() {
 		t.Errorf("stats passed=%d rejected=%d, client saw %d/%d", p, r, ok.Load(), limited.Load())

@@ -119,8 +119,8 @@ func TestNotPreflightsGoOn(t *testing.T) {
 	c, _ := parse(t, appConfig)
 	for _, req := range []*fakeframework.Request{
 		fakeframework.NewRequest("GET", "/", "origin", "https://app.example.com"),
-		fakeframework.NewRequest("OPTIONS", "/", "origin", "https://app.example.com"),                  // no Access-Control-Request-Method
-		fakeframework.NewRequest("OPTIONS", "/", "access-control-request-method", "PUT"),               // no Origin
+		fakeframework.NewRequest("OPTIONS", "/", "origin", "https://app.example.com"),                      // no Access-Control-Request-Method
+		fakeframework.NewRequest("OPTIONS", "/", "access-control-request-method", "PUT"),                   // no Origin
 		fakeframework.NewRequest("POST", "/", "origin", "https://evil.test", "content-type", "text/plain"), // a simple request: the server runs it
 	} {
 		if ctx, st := fakeframework.Run(Name, (*filter)(c), req, nil); st != api.Continue || ctx.Replied != nil {

@@ -20,5 +20,6 @@ import (
 	_ "github.com/moeproxy/moe/plugins/limiting/limitreq"
 	_ "github.com/moeproxy/moe/plugins/limiting/sentinel"
 	_ "github.com/moeproxy/moe/plugins/stream/cors"
+	_ "github.com/moeproxy/moe/plugins/stream/debug"
 	_ "github.com/moeproxy/moe/plugins/template"
 )

@@ -46,6 +46,20 @@ func TestChainWithConsumers(t *testing.T) {
 	}
 }
 
+// A response rule that denies replaces the upstream's answer.
+func TestResponseDenyReplacesTheAnswer(t *testing.T) {
+	r, err := fakeenvoy.NewPlugin("cel", `{"rules":[{"at":"response","when":"response.headers[?\"x-internal-error\"].hasValue()","deny":{"status":502,"body":"upstream failed\n"}}]}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := r.Do(fakeenvoy.Request{Upstream: func(*fakeenvoy.Upstream) fakeenvoy.Response {
+		return fakeenvoy.Response{Status: 200, Headers: [][2]string{{"x-internal-error", "stack trace..."}}, Body: []string{"secret details"}}
+	}})
+	if res.Status != 502 || res.Body != "upstream failed\n" || res.Headers["x-internal-error"] != nil || len(res.Violations) > 0 {
+		t.Fatalf("%d %q %v %v", res.Status, res.Body, res.Headers, res.Violations)
+	}
+}
+
 // phase before_route: a header a rule sets chooses the route.
 func TestBeforeRouteRulesChooseTheRoute(t *testing.T) {
 	r, err := fakeenvoy.NewPlugin("cel", `{"phase":"before_route","rules":[

@@ -85,6 +85,15 @@ func (c *Config) Init(env api.ConfigEnv) error {
 	return nil
 }
 
+// allowOrigins: a browser sends exactly one Origin; a request with several
+// is not allowed.
+func (c *compiled) allowOrigins(origins []string) (string, bool) {
+	if len(origins) != 1 {
+		return "", false
+	}
+	return c.allowOrigin(origins[0])
+}
+
 // allowOrigin says whether origin may read responses and what
 // Access-Control-Allow-Origin then says: "*" for a wildcard policy without
 // credentials, the origin itself otherwise.

@@ -34,8 +34,8 @@ func (f *filter) OnReceive(ctx api.Context, h api.RequestHeaderMap, _ api.Buffer
 	if h.Method() != "OPTIONS" {
 		return api.Continue
 	}
-	o, ok := h.Get(hOrigin)
-	if !ok {
+	origins := h.Values(hOrigin)
+	if len(origins) == 0 {
 		return api.Continue
 	}
 	method, ok := h.Get(hRequestMethod)
@@ -43,7 +43,7 @@ func (f *filter) OnReceive(ctx api.Context, h api.RequestHeaderMap, _ api.Buffer
 		return api.Continue // an OPTIONS request of the page itself, not a preflight
 	}
 	ctx.SetState(stateAnswered, answered{})
-	allowOrigin, ok := f.allowOrigin(o)
+	allowOrigin, ok := f.allowOrigins(origins)
 	if !ok {
 		return f.refuse(ctx, "origin not allowed")
 	}
@@ -111,8 +111,8 @@ func (f *filter) Append(ctx api.Context, h api.ResponseHeaderMap, _ api.Buffer, 
 	if req == nil {
 		return api.Continue
 	}
-	o, ok := req.Get(hOrigin)
-	if !ok {
+	origins := req.Values(hOrigin)
+	if len(origins) == 0 {
 		// Not a CORS request; the same URL's answer to one would differ.
 		if f.varies {
 			addVary(h)
@@ -124,7 +124,7 @@ func (f *filter) Append(ctx api.Context, h api.ResponseHeaderMap, _ api.Buffer, 
 			return api.Continue // the preflight reply is complete
 		}
 	}
-	if allowOrigin, ok := f.allowOrigin(o); ok {
+	if allowOrigin, ok := f.allowOrigins(origins); ok {
 		f.allowed.Inc(1)
 		_ = h.Set(hAllowOrigin, allowOrigin)
 		if f.AllowCredentials {

@@ -148,6 +148,8 @@ func TestResponseHeaders(t *testing.T) {
 			fakeframework.NewRequest("GET", "/", "origin", "https://a.test"),
 			[]string{hAllowOrigin, "*", hAllowCredentials, "true", hExposeHeaders, "x-secret", "vary", "origin"},
 			map[string]string{hAllowOrigin: "https://a.test", hAllowCredentials: "", hExposeHeaders: ""}, []string{"origin"}, "allowed"},
+		{"two Origin headers: not allowed", appConfig, fakeframework.NewRequest("GET", "/", "origin", "https://app.example.com", "origin", "https://evil.test"), nil,
+			map[string]string{hAllowOrigin: ""}, []string{"Origin"}, "disallowed"},
 		{"no Origin: only Vary", appConfig, fakeframework.NewRequest("GET", "/"), nil,
 			map[string]string{hAllowOrigin: ""}, []string{"Origin"}, ""},
 		{"wildcard policy: no Vary", `{"allow_origins": ["*"], "expose_headers": ["*"]}`,

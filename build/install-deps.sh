@@ -10,6 +10,7 @@ packages=(
   nlohmann-json3-dev  # moe-host: reads the bootstrap compiled by moectl
   libclang-rt-14-dev  # sanitizer runtimes for the ASan/LSan build of moe-host
   redis-server        # limit-count tests run against a real Redis
+  chromium            # cors: a headless browser does a real cross-origin fetch through moe-host
   curl
 )
 

@@ -91,6 +91,7 @@ func (c *Config) Init(env api.ConfigEnv) error {
 
 	traffic := base.Outbound
 	if len(c.System) > 0 {
+		startSystemCollectors()
 		// Only inbound entries pass sentinel's system slot and feed its inbound
 		// statistics: routes without system rules are not shed by them.
 		traffic = base.Inbound

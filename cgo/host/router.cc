@@ -48,9 +48,11 @@ FilterHeadersStatus RouterFilter::decodeHeaders(HeaderMap& headers, bool end_str
   const bootstrap::RouteAction& action = *route->route->route;
   Cluster* cluster = route->cluster_name.empty() ? nullptr : cm_.get(route->cluster_name);
   if (cluster == nullptr) {
-    // router.cc:566-575: unknown cluster -> 503 (cluster_not_found_response_code default).
+    // router.cc:566-575: unknown cluster (a cluster_header naming no cluster, too) -> the route's
+    // cluster_not_found_response_code (503 by default), empty body, flag NC.
     info.addResponseFlag("NC");
-    callbacks_->sendLocalReply(503, "", nullptr, "cluster_not_found");
+    callbacks_->sendLocalReply(static_cast<int>(action.cluster_not_found_response_code),
+                               "", nullptr, "cluster_not_found");
     return FilterHeadersStatus::StopIteration;
   }
   info.upstream_cluster = cluster->name();

@@ -136,6 +136,7 @@ func TestConformance(t *testing.T) {
 	t.Run("BufferExceedLimit", func(t *testing.T) { testBufferExceedLimit(t, e) })
 	t.Run("RouteConfig", func(t *testing.T) { testRouteConfig(t, e) })
 	t.Run("RouteCache", func(t *testing.T) { testRouteCache(t, e) })
+	t.Run("ClusterHeader", func(t *testing.T) { testClusterHeader(t, e) })
 	t.Run("Property", func(t *testing.T) { testProperty(t, e) })
 	t.Run("AccessLog", func(t *testing.T) { testAccessLog(t, e) })
 	t.Run("Metric", func(t *testing.T) { testMetric(t, e) })
@@ -946,6 +947,50 @@ func testRouteCache(t *testing.T, e *env) {
 				t.Errorf("re-routed to route_b: upstream %q config %q, want b and main (config id not recomputed)", r.get("x-upstream"), r.get("x-conf-name"))
 			}
 		})
+		// clearRouteCache leaves the stream info alone (conn_manager_impl.cc:2468-2477); only the
+		// next route() -- RefreshRouteCache, a later filter, the router -- runs setVirtualHostRoute
+		// (:2370-2395). So within the phase that cleared it, Go still reads the old route and
+		// cluster; after a refresh, the new ones.
+		t.Run("RouteCache_StreamInfoAfterClear_"+mode, func(t *testing.T) {
+			// From a goroutine, RefreshRouteCache is posted to the worker (golang_filter.cc:1049-1067)
+			// and GetRouteName reads under the filter mutex at once (:1080-1160): it still sees the
+			// old route, while GetProperty, posted after the refresh, sees the new one.
+			refreshedName := "route_b"
+			if mode == "async" {
+				refreshedName = "default_route"
+			}
+			props := "route,xds.route_name,xds.cluster_name"
+			for _, c := range []struct{ route, wantName, wantRoute, wantCluster, wantUpstream string }{
+				{"clear", "default_route", "default_route", "backend_a", "b"},
+				{"refresh", refreshedName, "route_b", "backend_b", "b"},
+			} {
+				r := h.must(t, req{listener: "main", path: "/echo", headers: hdrs("x-test-mode", mode,
+					"x-test-set-header", "x-route-to=b", "x-test-route", c.route, "x-test-route-props", props)})
+				if r.status != 200 || !strings.HasPrefix(r.get("x-upstream"), c.wantUpstream) {
+					t.Fatalf("%s: status %d upstream %q, want 200 from %s", c.route, r.status, r.get("x-upstream"), c.wantUpstream)
+				}
+				if got := [3]string{r.get("x-dprop-route"), r.get("x-dprop-xds.route_name"), r.get("x-dprop-xds.cluster_name")}; got != [3]string{c.wantName, c.wantRoute, c.wantCluster} {
+					t.Errorf("%s: Go read route/xds.route_name/xds.cluster_name %q, want %s %s %s", c.route, got, c.wantName, c.wantRoute, c.wantCluster)
+				}
+			}
+		})
+		// A re-match that finds no route: the stream info's route is null (xds.route_name not
+		// found, GetRouteName ""), and no cluster.
+		t.Run("RouteCache_RefreshToNoRoute_"+mode, func(t *testing.T) {
+			r := h.must(t, req{listener: "main", host: "strict.com", path: "/strict/x", headers: hdrs("x-test-mode", mode,
+				"x-test-set-header", ":path=/elsewhere", "x-test-route", "refresh", "x-test-route-props", "route,xds.route_name,xds.cluster_name")})
+			if r.status != 404 {
+				t.Fatalf("got %d, want 404", r.status)
+			}
+			wantName := "" // GetRouteName from a goroutine reads before the posted refresh ran
+			if mode == "async" {
+				wantName = "strict_route"
+			}
+			if r.get("x-dprop-route") != wantName || !strings.HasPrefix(r.get("x-dprop-xds.route_name"), "ERR:") || !strings.HasPrefix(r.get("x-dprop-xds.cluster_name"), "ERR:") {
+				t.Errorf("after refreshing to no route: route %q xds.route_name %q xds.cluster_name %q, want %q and not found",
+					r.get("x-dprop-route"), r.get("x-dprop-xds.route_name"), r.get("x-dprop-xds.cluster_name"), wantName)
+			}
+		})
 		t.Run("RouteCache_ClearToNoRoute_"+mode, func(t *testing.T) {
 			r := h.must(t, req{listener: "main", host: "strict.com", path: "/strict/x", headers: hdrs("x-test-mode", mode, "x-test-set-header", ":path=/elsewhere", "x-test-route", "clear")})
 			if r.status != 404 {
@@ -957,6 +1002,59 @@ func testRouteCache(t *testing.T, e *env) {
 			}
 		})
 	}
+}
+
+// ---------------------------------------------------------------- cluster_header
+
+// cluster_header routes (header_cluster_specifier.cc: the first value of the header) and a
+// cluster that does not exist (router.cc:566-575: flag NC, details cluster_not_found, the route's
+// cluster_not_found_response_code, empty body), also after a filter re-routed the request there.
+func testClusterHeader(t *testing.T, e *env) {
+	h := e.h
+	props := "response.code,response.code_details,response.flags"
+	const nc = "16777216" // 1 << CoreResponseFlag::NoClusterFound (24)
+	for _, c := range []struct {
+		name    string
+		headers map[string]string
+		status  int
+		up      string
+	}{
+		{"existing", hdrs("x-cluster", "backend_b"), 200, "b"},
+		{"first value wins", hdrs("x-cluster", "backend_b, backend_a"), 503, ""}, // one value "backend_b, backend_a": no such cluster
+		{"missing_503", hdrs("x-cluster", "nope"), 503, ""},
+		{"missing_404", hdrs("x-cluster-404", "nope"), 404, ""},
+		{"empty value", hdrs("x-cluster", ""), 503, ""},
+		{"set by a filter then cleared", hdrs("x-test-set-header", "x-cluster=nope", "x-test-route", "clear"), 503, ""},
+		{"set by a filter, no clear: cached route", hdrs("x-test-set-header", "x-cluster=nope"), 200, "a"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			hd := c.headers
+			hd["x-test-properties"] = props
+			r := h.must(t, req{listener: "main", path: "/echo", headers: hd})
+			if r.status != c.status || (c.up == "") != (r.get("x-upstream") == "") || !strings.HasPrefix(r.get("x-upstream"), c.up) {
+				t.Fatalf("status %d upstream %q body %q, want %d from %q", r.status, r.get("x-upstream"), r.body, c.status, c.up)
+			}
+			if c.status == 200 {
+				if r.get("x-prop-response.flags") != "0" {
+					t.Errorf("response.flags %q, want 0", r.get("x-prop-response.flags"))
+				}
+				return
+			}
+			if r.body != "" || r.get("x-prop-response.code_details") != "cluster_not_found" || r.get("x-prop-response.flags") != nc {
+				t.Errorf("body %q details %q flags %q, want empty, cluster_not_found, %s", r.body,
+					r.get("x-prop-response.code_details"), r.get("x-prop-response.flags"), nc)
+			}
+		})
+	}
+	// Repeated headers: Envoy reads the first value.
+	t.Run("repeated header: first value", func(t *testing.T) {
+		rc := h.dial(t, "main")
+		rc.write("GET /echo HTTP/1.1\r\nHost: test.com\r\nx-cluster: backend_b\r\nx-cluster: nope\r\nConnection: close\r\n\r\n")
+		res, _, err := rc.readResponse("GET")
+		if err != nil || res.StatusCode != 200 || !strings.HasPrefix(res.Header.Get("x-upstream"), "b") {
+			t.Fatalf("got %v %v, want 200 from b", res, err)
+		}
+	})
 }
 
 // ---------------------------------------------------------------- properties

@@ -5,6 +5,7 @@
 
 #include "http1_codec.h"
 #include "logger.h"
+#include "stats.h"
 
 namespace moe {
 namespace {
@@ -154,7 +155,11 @@ void RouterFilter::onResponseTimeout() {
 }
 
 void RouterFilter::onPoolReady(const std::string& host) {
-  callbacks_->streamInfo().upstream_remote_address = host;
+  StreamInfo& info = callbacks_->streamInfo();
+  info.upstream_remote_address = host;
+  // conn_pool_base.cc attachStreamToClient: upstream_rq_total counts requests bound to an
+  // upstream connection (so not those whose connect failed).
+  if (info.upstream_cluster) stats().counter("cluster." + *info.upstream_cluster + ".upstream_rq_total").inc();
 }
 
 void RouterFilter::onUpstreamHeaders(HeaderMapPtr headers, bool end_stream) {

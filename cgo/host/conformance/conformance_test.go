@@ -1030,7 +1030,20 @@ func testClusterHeader(t *testing.T, e *env) {
 		t.Run(c.name, func(t *testing.T) {
 			hd := c.headers
 			hd["x-test-properties"] = props
+			before := h.stats(t)
 			r := h.must(t, req{listener: "main", path: "/echo", headers: hd})
+			after := h.stats(t)
+			// cluster.<name>.upstream_rq_total: only a request that reached an upstream counts.
+			for _, cl := range []string{"backend_a", "backend_b"} {
+				k := "cluster." + cl + ".upstream_rq_total"
+				want := int64(0)
+				if c.up != "" && strings.HasSuffix(cl, "_"+c.up) {
+					want = 1
+				}
+				if d := after[k] - before[k]; d != want {
+					t.Errorf("%s +%d, want +%d", k, d, want)
+				}
+			}
 			if r.status != c.status || (c.up == "") != (r.get("x-upstream") == "") || !strings.HasPrefix(r.get("x-upstream"), c.up) {
 				t.Fatalf("status %d upstream %q body %q, want %d from %q", r.status, r.get("x-upstream"), r.body, c.status, c.up)
 			}

@@ -1059,6 +1059,24 @@ func testClusterHeader(t *testing.T, e *env) {
 			}
 		})
 	}
+	// Go's SetHeader on a repeated header: setCopy removes every value and adds one
+	// (header_map_impl.cc:326-329), so the upstream sees one x-cluster, and the route table the
+	// new value after the clear.
+	t.Run("set replaces every value", func(t *testing.T) {
+		for _, mode := range modes() {
+			rc := h.dial(t, "main")
+			rc.write("GET /echo HTTP/1.1\r\nHost: test.com\r\nx-cluster: nope\r\nx-cluster: backend_a\r\n" +
+				"x-test-mode: " + mode + "\r\nx-test-set-header: x-cluster=backend_b\r\nx-test-route: clear\r\nConnection: close\r\n\r\n")
+			res, body, err := rc.readResponse("GET")
+			if err != nil || res.StatusCode != 200 || !strings.HasPrefix(res.Header.Get("x-upstream"), "b") {
+				t.Fatalf("%s: got %v %v, want 200 from b", mode, res, err)
+			}
+			var e struct{ Headers map[string][]string }
+			if err := json.Unmarshal([]byte(body), &e); err != nil || len(e.Headers["x-cluster"]) != 1 || e.Headers["x-cluster"][0] != "backend_b" {
+				t.Errorf("%s: upstream saw x-cluster %q (%v), want one value backend_b", mode, e.Headers["x-cluster"], err)
+			}
+		}
+	})
 	// Repeated headers: Envoy reads the first value.
 	t.Run("repeated header: first value", func(t *testing.T) {
 		rc := h.dial(t, "main")

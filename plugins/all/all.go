@@ -19,6 +19,7 @@ import (
 	_ "github.com/moeproxy/moe/plugins/limiting/limitcount"
 	_ "github.com/moeproxy/moe/plugins/limiting/limitreq"
 	_ "github.com/moeproxy/moe/plugins/limiting/sentinel"
+	_ "github.com/moeproxy/moe/plugins/routing/rewrite"
 	_ "github.com/moeproxy/moe/plugins/routing/stressroute"
 	_ "github.com/moeproxy/moe/plugins/routing/trafficroute"
 	_ "github.com/moeproxy/moe/plugins/template"

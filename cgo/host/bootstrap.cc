@@ -208,6 +208,11 @@ RouteAction parseRouteAction(const json& v, const std::string& path) {
     a.host_rewrite_literal = h->get<std::string>();
   }
   a.timeout_ms = getUint(v, path, "timeout_ms", UINT64_MAX, 15000);
+  a.cluster_not_found_response_code =
+      static_cast<uint32_t>(getUint(v, path, "cluster_not_found_response_code", 599, 503));
+  if (a.cluster_not_found_response_code != 503 && a.cluster_not_found_response_code != 404 &&
+      a.cluster_not_found_response_code != 500)
+    fail(path + ".cluster_not_found_response_code", "must be 503, 404 or 500");
   return a;
 }
 

@@ -52,6 +52,10 @@ struct RouteAction {
   std::optional<std::string> prefix_rewrite;
   std::optional<std::string> host_rewrite_literal;
   uint64_t timeout_ms = 15000;                // 0 = disabled, as in Envoy
+  // RouteAction.cluster_not_found_response_code as a status: 503 (SERVICE_UNAVAILABLE, the
+  // default), 404 (NOT_FOUND) or 500 (INTERNAL_SERVER_ERROR); config_utility.cc
+  // parseClusterNotFoundResponseCode.
+  uint32_t cluster_not_found_response_code = 503;
 };
 
 struct DirectResponse {

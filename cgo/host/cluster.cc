@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "logger.h"
+#include "stats.h"
 #include "upstream_guard.h"
 
 namespace moe {
@@ -78,6 +79,8 @@ bool overrideMatches(const std::string& host, const Endpoint& ep) {
 } // namespace
 
 ClusterImpl::ClusterImpl(const bootstrap::ClusterConfig& config) : config_(config) {
+  // Envoy's cluster stats exist (at 0) from the cluster's creation on.
+  stats().counter("cluster." + config_.name + ".upstream_rq_total");
   if (config_.type == bootstrap::ClusterConfig::Type::Static) {
     for (auto& a : config_.endpoints) {
       in6_addr tmp;

@@ -304,10 +304,11 @@ MatchedRouteConstSharedPtr FilterManager::route() {
   if (!route_cached_) {
     cached_route_ = request_headers_ ? callbacks_.matchRoute(*request_headers_) : nullptr;
     route_cached_ = true;
-    if (cached_route_) {
-      info_.route_name = cached_route_->route->name;
-      info_.virtual_host_name = cached_route_->virtual_host->name;
-    }
+    // setVirtualHostRoute (conn_manager_impl.cc:2370-2395) replaces the stream info's route and
+    // virtual host with the new result, null included.
+    info_.has_route = cached_route_ != nullptr;
+    info_.route_name = cached_route_ ? cached_route_->route->name : "";
+    info_.virtual_host_name = cached_route_ ? cached_route_->virtual_host->name : "";
     // conn_manager_impl.cc:2381-2395 (setVirtualHostRoute): resolving the route also sets the
     // upstream cluster info in stream info, so filters see it (UpstreamClusterName,
     // xds.cluster_name) in decode phases, before the router runs; a re-resolved route without a

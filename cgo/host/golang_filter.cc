@@ -971,7 +971,11 @@ CAPIStatus Filter::getStringPropertyCommon(std::string_view path, uint64_t* data
   ctx.request_headers = request_headers_;
   ctx.response_headers = response_headers_;
   ctx.response_trailers = response_trailers_;
-  ctx.route = decoder_callbacks_->route();
+  // Envoy's StreamActivation reads the stream info as it is (golang_filter.cc:1545-1554): no route
+  // resolution here. After ClearRouteCache without refresh, xds.route_name and xds.cluster_name
+  // still answer the previous route until something calls route() (a later filter, the router,
+  // RefreshRouteCache), because clearRouteCache leaves the stream info alone
+  // (conn_manager_impl.cc:2468-2477).
   ctx.request_body_bytes = streamInfo().bytes_received;
   ctx.response_body_bytes = streamInfo().bytes_sent;
   CAPIStatus status = getProperty(ctx, path, &req_->strValue);

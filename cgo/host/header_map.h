@@ -56,13 +56,12 @@ public:
     }
     entries_.emplace_back(std::move(k), std::string(value));
   }
-  // setCopy: Envoy's HeaderMapImpl::setCopy replaces the value of the first entry with this
-  // key and leaves any later duplicates alone; adds the header when absent.
+  // setCopy: Envoy's HeaderMapImpl::setCopy (source/common/http/header_map_impl.cc:326-329)
+  // removes every entry with this key, then adds one: a repeated header becomes one value, at
+  // the end (pseudo-headers stay in front, as addCopy keeps them).
   void setCopy(std::string_view key, std::string_view value) {
     std::string k = lowerCase(key);
-    for (auto& e : entries_) {
-      if (e.first == k) { e.second = std::string(value); return; }
-    }
+    remove(k);
     addCopy(k, value);
   }
   // setReference in Envoy semantics for single-valued headers: remove all, then add.

@@ -178,7 +178,8 @@ std::optional<Value> responseAttr(const PropertyContext& c, const std::string& n
     if (!c.info.response_code_details) return std::nullopt;
     return scalar(*c.info.response_code_details);
   }
-  if (name == "flags") return scalar("0"); // the bitmask is not tracked
+  // context.cc ResponseWrapper: legacyResponseFlags(), the core flags as a bitmask.
+  if (name == "flags") return scalar(std::to_string(c.info.legacy_response_flags));
   if (name == "grpc_status") return std::nullopt;
   if (name == "headers") return headerMapValue(c.response_headers);
   if (name == "trailers") return headerMapValue(c.response_trailers);
@@ -224,7 +225,11 @@ std::optional<Value> rootAttr(const PropertyContext& c, const std::string& root,
     return std::nullopt;
   }
   if (root == "xds") {
-    if (name == "route_name") return scalar(c.info.route_name);
+    // context.cc XDSLookupValues: route_name is not found while the stream has no route.
+    if (name == "route_name") {
+      if (!c.info.has_route) return std::nullopt;
+      return scalar(c.info.route_name);
+    }
     if (name == "virtual_host_name") return scalar(c.info.virtual_host_name);
     if (name == "filter_chain_name") return scalar(c.info.filter_chain_name);
     if (name == "cluster_name") {

@@ -20,7 +20,6 @@ struct PropertyContext {
   const HeaderMap* request_headers = nullptr;
   const HeaderMap* response_headers = nullptr;
   const HeaderMap* response_trailers = nullptr;
-  MatchedRouteConstSharedPtr route;
   uint64_t request_body_bytes = 0;
   uint64_t response_body_bytes = 0;
 };

@@ -5,6 +5,7 @@
 
 #include "http1_codec.h"
 #include "logger.h"
+#include "stats.h"
 
 namespace moe {
 namespace {
@@ -48,9 +49,11 @@ FilterHeadersStatus RouterFilter::decodeHeaders(HeaderMap& headers, bool end_str
   const bootstrap::RouteAction& action = *route->route->route;
   Cluster* cluster = route->cluster_name.empty() ? nullptr : cm_.get(route->cluster_name);
   if (cluster == nullptr) {
-    // router.cc:566-575: unknown cluster -> 503 (cluster_not_found_response_code default).
+    // router.cc:566-575: unknown cluster (a cluster_header naming no cluster, too) -> the route's
+    // cluster_not_found_response_code (503 by default), empty body, flag NC.
     info.addResponseFlag("NC");
-    callbacks_->sendLocalReply(503, "", nullptr, "cluster_not_found");
+    callbacks_->sendLocalReply(static_cast<int>(action.cluster_not_found_response_code),
+                               "", nullptr, "cluster_not_found");
     return FilterHeadersStatus::StopIteration;
   }
   info.upstream_cluster = cluster->name();
@@ -152,7 +155,11 @@ void RouterFilter::onResponseTimeout() {
 }
 
 void RouterFilter::onPoolReady(const std::string& host) {
-  callbacks_->streamInfo().upstream_remote_address = host;
+  StreamInfo& info = callbacks_->streamInfo();
+  info.upstream_remote_address = host;
+  // conn_pool_base.cc attachStreamToClient: upstream_rq_total counts requests bound to an
+  // upstream connection (so not those whose connect failed).
+  if (info.upstream_cluster) stats().counter("cluster." + *info.upstream_cluster + ".upstream_rq_total").inc();
 }
 
 void RouterFilter::onUpstreamHeaders(HeaderMapPtr headers, bool end_stream) {

@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "codec.h"
 
@@ -27,6 +28,9 @@ struct StreamInfo {
   std::optional<std::string> response_code_details;
   std::string response_flags;                        // Envoy short flags, e.g. "NR", "UF", "UT"
   std::string route_name, virtual_host_name, filter_chain_name;
+  // StreamInfo::route() is set: the last route resolution found a route (route_name is "" when
+  // not, as getRouteName answers EMPTY_STRING).
+  bool has_route = false;
   std::optional<std::string> upstream_cluster;       // set when the router picked a cluster
   std::optional<std::string> upstream_remote_address; // "ip:port" once a connection was bound
   std::optional<std::string> upstream_local_address;
@@ -49,6 +53,24 @@ struct StreamInfo {
   void addResponseFlag(const char* flag) {
     if (!response_flags.empty()) response_flags += ",";
     response_flags += flag;
+    legacy_response_flags |= responseFlagBit(flag);
+  }
+
+  // The bitmask of core flags Envoy's `response.flags` attribute answers
+  // (StreamInfoImpl::legacyResponseFlags, source/common/stream_info/stream_info_impl.h:303-312):
+  // bit N is CoreResponseFlag N (envoy/stream_info/stream_info.h:40-...).
+  uint64_t legacy_response_flags = 0;
+
+  static uint64_t responseFlagBit(std::string_view flag) {
+    // Short names in CoreResponseFlag order (ResponseFlagUtils, source/common/stream_info/utility.h).
+    static constexpr const char* kCore[] = {
+        "LH", "UH", "UT", "LR", "UR", "UF", "UC", "UO", "NR", "DI", "FI", "RL", "UAEX", "RLSE",
+        "DC", "URX", "SI", "IH", "DPE", "UMSDR", "RFCF", "NFCF", "DT", "UPE", "NC", "OM", "DF",
+        "DO", "DR", "UDO"};
+    for (size_t i = 0; i < sizeof(kCore) / sizeof(kCore[0]); i++) {
+      if (flag == kCore[i]) return uint64_t{1} << i;
+    }
+    return 0;
   }
 };
 

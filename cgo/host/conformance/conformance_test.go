@@ -136,6 +136,7 @@ func TestConformance(t *testing.T) {
 	t.Run("BufferExceedLimit", func(t *testing.T) { testBufferExceedLimit(t, e) })
 	t.Run("RouteConfig", func(t *testing.T) { testRouteConfig(t, e) })
 	t.Run("RouteCache", func(t *testing.T) { testRouteCache(t, e) })
+	t.Run("ClusterHeader", func(t *testing.T) { testClusterHeader(t, e) })
 	t.Run("Property", func(t *testing.T) { testProperty(t, e) })
 	t.Run("AccessLog", func(t *testing.T) { testAccessLog(t, e) })
 	t.Run("Metric", func(t *testing.T) { testMetric(t, e) })
@@ -946,6 +947,55 @@ func testRouteCache(t *testing.T, e *env) {
 				t.Errorf("re-routed to route_b: upstream %q config %q, want b and main (config id not recomputed)", r.get("x-upstream"), r.get("x-conf-name"))
 			}
 		})
+		// clearRouteCache leaves the stream info alone (conn_manager_impl.cc:2468-2477); only the
+		// next route() -- RefreshRouteCache, a later filter, the router -- runs setVirtualHostRoute
+		// (:2370-2395). So within the phase that cleared it, Go still reads the old route and
+		// cluster; after a refresh, the new ones.
+		t.Run("RouteCache_StreamInfoAfterClear_"+mode, func(t *testing.T) {
+			// From a goroutine, RefreshRouteCache is posted to the worker (golang_filter.cc:1049-1067)
+			// and GetRouteName reads under the filter mutex at once (:1080-1160): it sees the old
+			// or the new route, depending on whether the worker ran the post first. GetProperty,
+			// posted after the refresh, always sees the new one.
+			refreshedName := "route_b"
+			if mode == "async" {
+				refreshedName = "default_route|route_b"
+			}
+			props := "route,xds.route_name,xds.cluster_name"
+			for _, c := range []struct{ route, wantName, wantRoute, wantCluster, wantUpstream string }{
+				{"clear", "default_route", "default_route", "backend_a", "b"},
+				{"refresh", refreshedName, "route_b", "backend_b", "b"},
+			} {
+				r := h.must(t, req{listener: "main", path: "/echo", headers: hdrs("x-test-mode", mode,
+					"x-test-set-header", "x-route-to=b", "x-test-route", c.route, "x-test-route-props", props)})
+				if r.status != 200 || !strings.HasPrefix(r.get("x-upstream"), c.wantUpstream) {
+					t.Fatalf("%s: status %d upstream %q, want 200 from %s", c.route, r.status, r.get("x-upstream"), c.wantUpstream)
+				}
+				name := r.get("x-dprop-route")
+				if strings.Contains(c.wantName, "|") && strings.Contains("|"+c.wantName+"|", "|"+name+"|") {
+					name = c.wantName
+				}
+				if got := [3]string{name, r.get("x-dprop-xds.route_name"), r.get("x-dprop-xds.cluster_name")}; got != [3]string{c.wantName, c.wantRoute, c.wantCluster} {
+					t.Errorf("%s: Go read route/xds.route_name/xds.cluster_name %q, want %s %s %s", c.route, got, c.wantName, c.wantRoute, c.wantCluster)
+				}
+			}
+		})
+		// A re-match that finds no route: the stream info's route is null (xds.route_name not
+		// found, GetRouteName ""), and no cluster.
+		t.Run("RouteCache_RefreshToNoRoute_"+mode, func(t *testing.T) {
+			r := h.must(t, req{listener: "main", host: "strict.com", path: "/strict/x", headers: hdrs("x-test-mode", mode,
+				"x-test-set-header", ":path=/elsewhere", "x-test-route", "refresh", "x-test-route-props", "route,xds.route_name,xds.cluster_name")})
+			if r.status != 404 {
+				t.Fatalf("got %d, want 404", r.status)
+			}
+			// GetRouteName from a goroutine may read before the posted refresh ran.
+			name := r.get("x-dprop-route")
+			ok := name == "" || (mode == "async" && name == "strict_route")
+			wantName := `"" (async: or "strict_route")`
+			if !ok || !strings.HasPrefix(r.get("x-dprop-xds.route_name"), "ERR:") || !strings.HasPrefix(r.get("x-dprop-xds.cluster_name"), "ERR:") {
+				t.Errorf("after refreshing to no route: route %q xds.route_name %q xds.cluster_name %q, want %s and not found",
+					name, r.get("x-dprop-xds.route_name"), r.get("x-dprop-xds.cluster_name"), wantName)
+			}
+		})
 		t.Run("RouteCache_ClearToNoRoute_"+mode, func(t *testing.T) {
 			r := h.must(t, req{listener: "main", host: "strict.com", path: "/strict/x", headers: hdrs("x-test-mode", mode, "x-test-set-header", ":path=/elsewhere", "x-test-route", "clear")})
 			if r.status != 404 {
@@ -957,6 +1007,90 @@ func testRouteCache(t *testing.T, e *env) {
 			}
 		})
 	}
+}
+
+// ---------------------------------------------------------------- cluster_header
+
+// cluster_header routes (header_cluster_specifier.cc: the first value of the header) and a
+// cluster that does not exist (router.cc:566-575: flag NC, details cluster_not_found, the route's
+// cluster_not_found_response_code, empty body), also after a filter re-routed the request there.
+func testClusterHeader(t *testing.T, e *env) {
+	h := e.h
+	props := "response.code,response.code_details,response.flags"
+	const nc = "16777216" // 1 << CoreResponseFlag::NoClusterFound (24)
+	for _, c := range []struct {
+		name    string
+		headers map[string]string
+		status  int
+		up      string
+	}{
+		{"existing", hdrs("x-cluster", "backend_b"), 200, "b"},
+		{"first value wins", hdrs("x-cluster", "backend_b, backend_a"), 503, ""}, // one value "backend_b, backend_a": no such cluster
+		{"missing_503", hdrs("x-cluster", "nope"), 503, ""},
+		{"missing_404", hdrs("x-cluster-404", "nope"), 404, ""},
+		{"empty value", hdrs("x-cluster", ""), 503, ""},
+		{"set by a filter then cleared", hdrs("x-test-set-header", "x-cluster=nope", "x-test-route", "clear"), 503, ""},
+		{"set by a filter, no clear: cached route", hdrs("x-test-set-header", "x-cluster=nope"), 200, "a"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			hd := c.headers
+			hd["x-test-properties"] = props
+			before := h.stats(t)
+			r := h.must(t, req{listener: "main", path: "/echo", headers: hd})
+			after := h.stats(t)
+			// cluster.<name>.upstream_rq_total: only a request that reached an upstream counts.
+			for _, cl := range []string{"backend_a", "backend_b"} {
+				k := "cluster." + cl + ".upstream_rq_total"
+				want := int64(0)
+				if c.up != "" && strings.HasSuffix(cl, "_"+c.up) {
+					want = 1
+				}
+				if d := after[k] - before[k]; d != want {
+					t.Errorf("%s +%d, want +%d", k, d, want)
+				}
+			}
+			if r.status != c.status || (c.up == "") != (r.get("x-upstream") == "") || !strings.HasPrefix(r.get("x-upstream"), c.up) {
+				t.Fatalf("status %d upstream %q body %q, want %d from %q", r.status, r.get("x-upstream"), r.body, c.status, c.up)
+			}
+			if c.status == 200 {
+				if r.get("x-prop-response.flags") != "0" {
+					t.Errorf("response.flags %q, want 0", r.get("x-prop-response.flags"))
+				}
+				return
+			}
+			if r.body != "" || r.get("x-prop-response.code_details") != "cluster_not_found" || r.get("x-prop-response.flags") != nc {
+				t.Errorf("body %q details %q flags %q, want empty, cluster_not_found, %s", r.body,
+					r.get("x-prop-response.code_details"), r.get("x-prop-response.flags"), nc)
+			}
+		})
+	}
+	// Go's SetHeader on a repeated header: setCopy removes every value and adds one
+	// (header_map_impl.cc:326-329), so the upstream sees one x-cluster, and the route table the
+	// new value after the clear.
+	t.Run("set replaces every value", func(t *testing.T) {
+		for _, mode := range modes() {
+			rc := h.dial(t, "main")
+			rc.write("GET /echo HTTP/1.1\r\nHost: test.com\r\nx-cluster: nope\r\nx-cluster: backend_a\r\n" +
+				"x-test-mode: " + mode + "\r\nx-test-set-header: x-cluster=backend_b\r\nx-test-route: clear\r\nConnection: close\r\n\r\n")
+			res, body, err := rc.readResponse("GET")
+			if err != nil || res.StatusCode != 200 || !strings.HasPrefix(res.Header.Get("x-upstream"), "b") {
+				t.Fatalf("%s: got %v %v, want 200 from b", mode, res, err)
+			}
+			var e struct{ Headers map[string][]string }
+			if err := json.Unmarshal([]byte(body), &e); err != nil || len(e.Headers["x-cluster"]) != 1 || e.Headers["x-cluster"][0] != "backend_b" {
+				t.Errorf("%s: upstream saw x-cluster %q (%v), want one value backend_b", mode, e.Headers["x-cluster"], err)
+			}
+		}
+	})
+	// Repeated headers: Envoy reads the first value.
+	t.Run("repeated header: first value", func(t *testing.T) {
+		rc := h.dial(t, "main")
+		rc.write("GET /echo HTTP/1.1\r\nHost: test.com\r\nx-cluster: backend_b\r\nx-cluster: nope\r\nConnection: close\r\n\r\n")
+		res, _, err := rc.readResponse("GET")
+		if err != nil || res.StatusCode != 200 || !strings.HasPrefix(res.Header.Get("x-upstream"), "b") {
+			t.Fatalf("got %v %v, want 200 from b", res, err)
+		}
+	})
 }
 
 // ---------------------------------------------------------------- properties

@@ -55,6 +55,9 @@ const (
 //	x-test-set-header: k=v               set request header k (e.g. to change the route)
 //	x-test-route: clear|refresh          ClearRouteCache / RefreshRouteCache after x-test-set-header
 //	x-test-properties: p1,p2             GetProperty for each, as response headers x-prop-<p>
+//	x-test-route-props: p1,p2            GetProperty for each in DecodeHeaders, right after
+//	                                     x-test-route (the property "route" means GetRouteName),
+//	                                     as response headers x-dprop-<p>
 //	x-test-stray: 1                      a goroutine touches the request after OnDestroy
 //	x-test-dump-headers / -trailers: 1   reply 200 with Go's view of the request headers/trailers
 //	x-test-conf-name: 1                  response header x-conf-name: the (merged) config's name
@@ -117,6 +120,8 @@ type confFilter struct {
 	reqPath     string
 	reqHost     string
 	reqScheme   string
+	// routeProps: what x-test-route-props read in DecodeHeaders after x-test-route.
+	routeProps [][2]string
 
 	destroyOnce sync.Once
 	destroyed   chan struct{}
@@ -352,6 +357,24 @@ func (f *confFilter) decodeHeaders(h api.RequestHeaderMap, end bool) api.StatusT
 		f.cb.ClearRouteCache()
 	case "refresh":
 		f.cb.RefreshRouteCache()
+	}
+	if props := f.ctl["x-test-route-props"]; props != "" {
+		var got [][2]string
+		for _, p := range strings.Split(props, ",") {
+			p = strings.TrimSpace(p)
+			var v string
+			if p == "route" {
+				v = f.cb.StreamInfo().GetRouteName()
+			} else if pv, err := f.cb.GetProperty(p); err != nil {
+				v = "ERR:" + err.Error()
+			} else {
+				v = pv
+			}
+			got = append(got, [2]string{p, v})
+		}
+		f.mu.Lock()
+		f.routeProps = got
+		f.mu.Unlock()
 	}
 
 	if d, ok := f.ctl["x-test-adddata-dh"]; ok {
@@ -656,6 +679,11 @@ func (f *confFilter) encodeHeaders(h api.ResponseHeaderMap, end bool) api.Status
 	if f.ctl["x-test-conf-name"] != "" && f.cfg != nil {
 		h.Set("x-conf-name", f.cfg.name)
 	}
+	f.mu.Lock()
+	for _, kv := range f.routeProps {
+		h.Set("x-dprop-"+kv[0], kv[1])
+	}
+	f.mu.Unlock()
 	if props := f.ctl["x-test-properties"]; props != "" {
 		for _, p := range strings.Split(props, ",") {
 			p = strings.TrimSpace(p)

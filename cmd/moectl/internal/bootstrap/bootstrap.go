@@ -150,6 +150,9 @@ type RouteAction struct {
 	HostRewriteLiteral *string           `json:"host_rewrite_literal,omitempty"`
 	// TimeoutMS is 15000 when unset, as in Envoy; 0 disables the timeout.
 	TimeoutMS uint64 `json:"timeout_ms"`
+	// ClusterNotFoundResponseCode is cluster_not_found_response_code as a status: 503
+	// (SERVICE_UNAVAILABLE, the default), 404 (NOT_FOUND) or 500 (INTERNAL_SERVER_ERROR).
+	ClusterNotFoundResponseCode uint32 `json:"cluster_not_found_response_code"`
 }
 
 // WeightedCluster is one weighted_clusters.clusters entry.

@@ -93,6 +93,8 @@ func TestRealisticBootstrapRoundTripsThroughJSON(t *testing.T) {
 		{"direct response has no route", def.Routes[0].Route == nil, true},
 		{"cluster header", def.Routes[1].Route.ClusterHeader, "x-target-cluster"},
 		{"disabled timeout", def.Routes[1].Route.TimeoutMS, uint64(0)},
+		{"cluster not found response code", def.Routes[1].Route.ClusterNotFoundResponseCode, uint32(404)},
+		{"cluster not found response code default", api.Routes[0].Route.ClusterNotFoundResponseCode, uint32(503)},
 		{"static cluster", bs.Clusters[0], bootstrap.Cluster{Name: "backend", Type: "STATIC", ConnectTimeoutMS: 250, DNSRefreshRateMS: 5000,
 			PerConnectionBufferLimitBytes: 65536, Endpoints: []bootstrap.SocketAddress{{Address: "127.0.0.1", Port: 8080}, {Address: "127.0.0.1", Port: 8081}}}},
 		{"strict dns cluster", bs.Clusters[1], bootstrap.Cluster{Name: "dns-backend", Type: "STRICT_DNS", ConnectTimeoutMS: 5000, DNSRefreshRateMS: 10000,

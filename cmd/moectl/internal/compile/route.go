@@ -72,12 +72,14 @@ func (c *compiler) route(p ypath.Path, r *routev3.Route, rs routeScope) bootstra
 }
 
 func (c *compiler) routeAction(p ypath.Path, a *routev3.RouteAction, rs routeScope) *bootstrap.RouteAction {
-	c.only(p, a, "cluster", "cluster_header", "weighted_clusters", "prefix_rewrite", "host_rewrite_literal", "timeout")
+	c.only(p, a, "cluster", "cluster_header", "weighted_clusters", "prefix_rewrite", "host_rewrite_literal", "timeout",
+		"cluster_not_found_response_code")
 	out := &bootstrap.RouteAction{
-		Cluster:          a.GetCluster(),
-		ClusterHeader:    a.GetClusterHeader(),
-		WeightedClusters: []bootstrap.WeightedCluster{},
-		TimeoutMS:        c.millis(p.Field("timeout"), a.GetTimeout(), defaultRouteTimeoutMS),
+		Cluster:                     a.GetCluster(),
+		ClusterHeader:               a.GetClusterHeader(),
+		WeightedClusters:            []bootstrap.WeightedCluster{},
+		TimeoutMS:                   c.millis(p.Field("timeout"), a.GetTimeout(), defaultRouteTimeoutMS),
+		ClusterNotFoundResponseCode: clusterNotFoundStatus[a.GetClusterNotFoundResponseCode()],
 	}
 	if _, ok := a.GetClusterSpecifier().(*routev3.RouteAction_Cluster); ok {
 		c.knownCluster(p.Field("cluster"), a.GetCluster(), rs)
@@ -107,6 +109,15 @@ func (c *compiler) routeAction(p ypath.Path, a *routev3.RouteAction, rs routeSco
 		out.HostRewriteLiteral = &s
 	}
 	return out
+}
+
+// clusterNotFoundStatus maps RouteAction.ClusterNotFoundResponseCode to the status Envoy answers
+// (source/common/router/config_utility.cc parseClusterNotFoundResponseCode); ValidateAll has
+// refused undefined values already.
+var clusterNotFoundStatus = map[routev3.RouteAction_ClusterNotFoundResponseCode]uint32{
+	routev3.RouteAction_SERVICE_UNAVAILABLE:   503,
+	routev3.RouteAction_NOT_FOUND:             404,
+	routev3.RouteAction_INTERNAL_SERVER_ERROR: 500,
 }
 
 func (c *compiler) knownCluster(p ypath.Path, name string, rs routeScope) {

@@ -93,8 +93,10 @@ type ReceiverFilterHandler interface {
 
 	RequestInfo() RequestInfo
 	Route() RouteInfo
-	// ClearRouteCache makes Envoy match the route again (after changing what
-	// routing reads). BeforeRoute plugins do not need it: the framework does it.
+	// ClearRouteCache makes Envoy match the route again now (the SDK's
+	// RefreshRouteCache), after changing what routing reads: later plugins'
+	// Route() and $route_name/$cluster see the new route. BeforeRoute plugins do
+	// not need it: the framework does it after the BeforeRoute group.
 	ClearRouteCache() error
 	// SetUpstreamOverrideHost pins the upstream host ("ip" or "ip:port"); this is
 	// the Envoy counterpart of MOSN's AfterChooseHost. strict=true answers 503 when

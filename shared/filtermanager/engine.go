@@ -184,8 +184,10 @@ func (s *stream) wholeArgs(d *side, k phaseKind) (api.Buffer, api.HeaderMap) {
 }
 
 // routeBoundary flushes request headers changed by BeforeRoute plugins and
-// clears Envoy's route cache so AfterRoute plugins (and the router) see the
-// route matching the new headers.
+// makes Envoy match the route again now (RefreshRouteCache: a plain clear
+// would leave xds.route_name and the cluster answering the old route until
+// the router resolves it, conn_manager_impl.cc), so AfterRoute plugins and
+// the router see the route matching the new headers.
 func (s *stream) routeBoundary() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -196,7 +198,7 @@ func (s *stream) routeBoundary() {
 	h.flushLocked()
 	h.routeDirty = false
 	s.route = routeCache{}
-	s.cb.ClearRouteCache()
+	s.cb.RefreshRouteCache()
 }
 
 func (s *stream) onPanic(d *side, r any) outcome {

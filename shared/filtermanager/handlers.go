@@ -143,7 +143,10 @@ func (h *recvHandler) ClearRouteCache() error {
 	s.dec.headers.flushLocked()
 	s.dec.headers.routeDirty = false
 	s.route = routeCache{}
-	s.cb.ClearRouteCache() // posts from a goroutine, never waits: fine under the lock
+	// Refresh, not a plain clear: later plugins read the new route's name and
+	// cluster. From a goroutine the SDK posts it and does not wait (fine under
+	// the lock); a later GetProperty from the same goroutine is posted after it.
+	s.cb.RefreshRouteCache()
 	return nil
 }
 

@@ -545,11 +545,19 @@ func (st *stream) ClearRouteCache() {
 		panic("golang filter has been destroyed")
 	}
 	st.res.RouteClears++
+}
+
+// RefreshRouteCache clears and matches the route again now. A plain
+// ClearRouteCache, as in Envoy, leaves the stream info answering the old
+// route until something resolves it (the router: see run).
+func (st *stream) RefreshRouteCache() {
+	st.ClearRouteCache()
+	st.mu.Lock()
+	defer st.mu.Unlock()
 	if st.req.Router != nil {
 		st.route, st.cluster = st.req.Router(st.dec.headers)
 	}
 }
-func (st *stream) RefreshRouteCache()                  { st.ClearRouteCache() }
 func (st *stream) Log(level envoy.LogType, msg string) { logs.Log(level, msg) }
 func (st *stream) LogLevel() envoy.LogType             { return logs.LogLevel() }
 

@@ -40,6 +40,13 @@ type Decoder struct {
 	// type_url, with the YAML path of the Any and its "value", so the caller can check the
 	// value as that type.
 	TypedStructInner func(errs *ypath.Errors, p ypath.Path, typeURL string, value any)
+	// Unchecked, if set, is asked about an "@type" that Types does not know: true accepts
+	// the Any without checking its contents (a valid type moectl cannot decode), which is then
+	// decoded as an empty google.protobuf.Empty. OnUnchecked is told where.
+	Unchecked   func(url string) bool
+	OnUnchecked func(p ypath.Path, url string)
+
+	pending []ypath.Path
 }
 
 func (d *Decoder) resolver() Resolver {
@@ -63,9 +70,16 @@ func (d *Decoder) Resolver() Resolver { return d.resolver() }
 // into m. Problems are recorded under p; it reports whether m was decoded.
 func (d *Decoder) Decode(errs *ypath.Errors, p ypath.Path, tree any, m proto.Message) bool {
 	before := errs.Len()
+	d.pending = nil
 	d.precheck(errs, p, m.ProtoReflect().Descriptor(), tree)
 	if errs.Len() > before {
 		return false
+	}
+	if len(d.pending) > 0 {
+		tree = deepCopy(tree)
+		for _, at := range d.pending {
+			tree = replaceAt(tree, at.Segments()[p.Len():], map[string]any{"@type": "type.googleapis.com/google.protobuf.Empty"})
+		}
 	}
 	js, err := json.Marshal(tree)
 	if err != nil {
@@ -152,4 +166,41 @@ func MoeHostTypes() Resolver {
 		})
 	})
 	return moeHostTypes
+}
+
+func deepCopy(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			m[k] = deepCopy(e)
+		}
+		return m
+	case []any:
+		l := make([]any, len(x))
+		for i, e := range x {
+			l[i] = deepCopy(e)
+		}
+		return l
+	}
+	return v
+}
+
+// replaceAt sets the value at the path segments (which exist: precheck walked them).
+func replaceAt(tree any, segs []ypath.Seg, v any) any {
+	if len(segs) == 0 {
+		return v
+	}
+	s := segs[0]
+	switch x := tree.(type) {
+	case map[string]any:
+		if e, ok := x[s.Name]; ok {
+			x[s.Name] = replaceAt(e, segs[1:], v)
+		}
+	case []any:
+		if s.IsIdx && s.Index < len(x) {
+			x[s.Index] = replaceAt(x[s.Index], segs[1:], v)
+		}
+	}
+	return tree
 }

@@ -371,6 +371,13 @@ func (d *Decoder) checkAny(errs *ypath.Errors, p ypath.Path, v any) {
 	}
 	mt, err := d.resolver().FindMessageByURL(url)
 	if err != nil {
+		if d.Unchecked != nil && d.Unchecked(url) {
+			d.pending = append(d.pending, p)
+			if d.OnUnchecked != nil {
+				d.OnUnchecked(p, url)
+			}
+			return
+		}
 		errs.Addf(p.Field("@type"), "%s", d.unknownType(url))
 		return
 	}

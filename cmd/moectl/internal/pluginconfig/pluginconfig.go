@@ -48,7 +48,7 @@ func init() { envoyapi.SetCommonCAPI(quietLog{}) }
 type quietLog struct{}
 
 func (quietLog) Log(envoyapi.LogType, string) {}
-func (quietLog) LogLevel() envoyapi.LogType  { return envoyapi.Critical }
+func (quietLog) LogLevel() envoyapi.LogType   { return envoyapi.Critical }
 
 // Validate checks one plugin_config or per-route config (decode depth, first problem only):
 // the hook of `moectl compile`. plugin_name "moe" takes a plugin list ({plugins: [...]});
@@ -146,7 +146,9 @@ func (c *chain) locate(p *Problem) {
 	if p.Plugin == "" || i < 0 || strings.HasPrefix(p.Field, "plugins[") {
 		return
 	}
-	if p.Field == "consumers" || strings.HasPrefix(p.Field, "consumers[") {
+	// "consumers" alone is the plugin's own list (a chain-level consumer problem names its
+	// element); consumers[j] is the chain's unless the plugin has a list of its own.
+	if strings.HasPrefix(p.Field, "consumers[") {
 		var cfg map[string]json.RawMessage
 		_ = json.Unmarshal(c.plugins[i]["config"], &cfg)
 		if _, own := cfg["consumers"]; chainLevelConsumer.MatchString(p.Field) || !own {
@@ -440,4 +442,14 @@ func (ps *problems) add(p Problem) {
 	}
 	ps.seen[k] = true
 	ps.list = append(ps.list, p)
+}
+
+// Known reports whether name is a plugin_name of the moe library: the chain or a
+// registered plugin.
+func Known(name string) bool {
+	if name == ChainPlugin {
+		return true
+	}
+	_, ok := registry.Get(name)
+	return ok
 }

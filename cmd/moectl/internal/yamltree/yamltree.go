@@ -316,6 +316,11 @@ func (n *Node) Lookup(p ypath.Path) (node *Node, exact bool) {
 			cur = cur.Items[s.Index]
 		case cur.IsMap():
 			next, ok := cur.Fields[s.Name]
+			if !ok && !s.Quoted {
+				// Proto paths use field names; JSON-style YAML (istiod's output) uses
+				// lowerCamelCase JSON names.
+				next, ok = cur.Fields[jsonName(s.Name)]
+			}
 			if !ok {
 				// Plugin field paths join names with dots; a map key may itself contain dots
 				// (header names, filter names): try joining the following names.
@@ -338,6 +343,25 @@ func (n *Node) Lookup(p ypath.Path) (node *Node, exact bool) {
 	return cur, true
 }
 
+// jsonName is protobuf's JSON name of a field name: "typed_config" -> "typedConfig".
+func jsonName(name string) string {
+	var b strings.Builder
+	up := false
+	for _, r := range name {
+		switch {
+		case r == '_':
+			up = true
+		case up && r >= 'a' && r <= 'z':
+			b.WriteRune(r - 'a' + 'A')
+			up = false
+		default:
+			b.WriteRune(r)
+			up = false
+		}
+	}
+	return b.String()
+}
+
 // KeyPosition is where the key of the last step of p was written, when that step is a
 // mapping key present in the document ("unknown field" problems point at the key).
 func (n *Node) KeyPosition(p ypath.Path) (line, col int, ok bool) {
@@ -353,7 +377,11 @@ func (n *Node) KeyPosition(p ypath.Path) (line, col int, ok bool) {
 	if !exact || !parent.IsMap() {
 		return 0, 0, false
 	}
-	pos, found := parent.KeyPos[segs[len(segs)-1].Name]
+	last := segs[len(segs)-1]
+	pos, found := parent.KeyPos[last.Name]
+	if !found && !last.Quoted {
+		pos, found = parent.KeyPos[jsonName(last.Name)]
+	}
 	if !found {
 		return 0, 0, false
 	}

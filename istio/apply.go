@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"strconv"
 
+	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
@@ -78,12 +80,12 @@ func (c Context) RouteConfigName() string {
 	return "http.80"
 }
 
-// VirtualHostName is the virtual host istiod builds for a VirtualService host "*" (gateway)
-// or the inbound port (sidecar).
+// VirtualHostName is the virtual host istiod builds for a VirtualService host "*" (gateway),
+// or for the demo's inbound port (sidecar: Service port 8000, container port 8080).
 func (c Context) VirtualHostName() string {
 	switch c {
 	case SidecarInbound:
-		return "inbound|http|8080"
+		return "inbound|http|8000" // the Service port; the route table is the target port's
 	case SidecarOutbound:
 		return "httpbin.demo.svc.cluster.local:8000"
 	}
@@ -96,6 +98,35 @@ func mustAny(m proto.Message) *anypb.Any {
 		panic(err)
 	}
 	return a
+}
+
+// NewPatchValue is the Envoy message a patch value of applyTo is (as istiod decodes it), or nil.
+func NewPatchValue(a networking.EnvoyFilter_ApplyTo) proto.Message {
+	switch a {
+	case networking.EnvoyFilter_CLUSTER:
+		return &clusterv3.Cluster{}
+	case networking.EnvoyFilter_LISTENER:
+		return &listenerv3.Listener{}
+	case networking.EnvoyFilter_ROUTE_CONFIGURATION:
+		return &routev3.RouteConfiguration{}
+	case networking.EnvoyFilter_FILTER_CHAIN:
+		return &listenerv3.FilterChain{}
+	case networking.EnvoyFilter_HTTP_FILTER:
+		return &hcmv3.HttpFilter{}
+	case networking.EnvoyFilter_NETWORK_FILTER:
+		return &listenerv3.Filter{}
+	case networking.EnvoyFilter_VIRTUAL_HOST:
+		return &routev3.VirtualHost{}
+	case networking.EnvoyFilter_HTTP_ROUTE:
+		return &routev3.Route{}
+	case networking.EnvoyFilter_EXTENSION_CONFIG:
+		return &corev3.TypedExtensionConfig{}
+	case networking.EnvoyFilter_BOOTSTRAP:
+		return &bootstrapv3.Bootstrap{}
+	case networking.EnvoyFilter_LISTENER_FILTER:
+		return &listenerv3.ListenerFilter{}
+	}
+	return nil
 }
 
 // RepresentativeHCM is an HTTP connection manager like istiod's for the context: a few

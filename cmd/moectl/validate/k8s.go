@@ -5,7 +5,6 @@ import (
 	"regexp"
 	"strings"
 
-	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
@@ -190,7 +189,7 @@ func (d *doc) envoyFilter(p ypath.Path, specTree any, ef *networking.EnvoyFilter
 		}
 		vp := cpp.Field("patch").Field("value")
 		valueTree := treeAt(treeAt(index(patches, i), "patch"), "value")
-		obj := newForApplyTo(cp.GetApplyTo())
+		obj := istio.NewPatchValue(cp.GetApplyTo())
 		if obj == nil {
 			d.errorf(cpp.Field("applyTo"), "applyTo %s takes no value moectl can check", cp.GetApplyTo())
 			continue
@@ -303,35 +302,6 @@ func operationProblem(applyTo networking.EnvoyFilter_ApplyTo, op networking.Envo
 	return ""
 }
 
-// newForApplyTo is the Envoy message a patch value of applyTo is (as istiod decodes it).
-func newForApplyTo(a networking.EnvoyFilter_ApplyTo) proto.Message {
-	switch a {
-	case networking.EnvoyFilter_CLUSTER:
-		return &clusterv3.Cluster{}
-	case networking.EnvoyFilter_LISTENER:
-		return &listenerv3.Listener{}
-	case networking.EnvoyFilter_ROUTE_CONFIGURATION:
-		return &routev3.RouteConfiguration{}
-	case networking.EnvoyFilter_FILTER_CHAIN:
-		return &listenerv3.FilterChain{}
-	case networking.EnvoyFilter_HTTP_FILTER:
-		return &hcmv3.HttpFilter{}
-	case networking.EnvoyFilter_NETWORK_FILTER:
-		return &listenerv3.Filter{}
-	case networking.EnvoyFilter_VIRTUAL_HOST:
-		return &routev3.VirtualHost{}
-	case networking.EnvoyFilter_HTTP_ROUTE:
-		return &routev3.Route{}
-	case networking.EnvoyFilter_EXTENSION_CONFIG:
-		return &corev3.TypedExtensionConfig{}
-	case networking.EnvoyFilter_BOOTSTRAP:
-		return &bootstrapv3.Bootstrap{}
-	case networking.EnvoyFilter_LISTENER_FILTER:
-		return &listenerv3.ListenerFilter{}
-	}
-	return nil
-}
-
 // mergeBase is a minimal valid object of applyTo that a MERGE value is merged into.
 func mergeBase(a networking.EnvoyFilter_ApplyTo) proto.Message {
 	switch a {
@@ -352,7 +322,7 @@ func mergeBase(a networking.EnvoyFilter_ApplyTo) proto.Message {
 	case networking.EnvoyFilter_EXTENSION_CONFIG:
 		return &corev3.TypedExtensionConfig{Name: "f"}
 	}
-	return newForApplyTo(a)
+	return istio.NewPatchValue(a)
 }
 
 // representative applies the EnvoyFilter's listener and route patches to a representative

@@ -310,9 +310,13 @@ func TestMountVariants(t *testing.T) {
 		case "helm-values":
 			podSpec, proxyMounts = m, m["volumeMounts"]
 		case "istiooperator":
-			k8s := dig(m, "spec", "components", "ingressGateways", 0, "k8s")
-			podSpec = map[string]any{"volumes": dig(k8s, "volumes"), "initContainers": dig(k8s, "overlays", 0, "patches", 0, "value")}
-			proxyMounts = dig(k8s, "volumeMounts")
+			byPath := map[string]any{}
+			patches, _ := dig(m, "spec", "components", "ingressGateways", 0, "k8s", "overlays", 0, "patches").([]any)
+			for _, p := range patches {
+				byPath[dig(p, "path").(string)] = dig(p, "value")
+			}
+			podSpec = map[string]any{"volumes": []any{byPath["spec.template.spec.volumes[-1]"]}, "initContainers": byPath["spec.template.spec.initContainers"]}
+			proxyMounts = []any{byPath["spec.template.spec.containers.[name:istio-proxy].volumeMounts[-1]"]}
 		default:
 			continue
 		}

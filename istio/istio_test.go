@@ -39,6 +39,7 @@ var files = map[string]string{
 	"moe-node-installer.yaml":                "daemonset",
 	"helm-values-gateway.yaml":               "helm-values",
 	"istiooperator-gateway.yaml":             "istiooperator",
+	"policy-gateway.yaml":                    "policy", // cmd/moectl renders it (TestRenderGatewayPolicy)
 }
 
 // Every YAML file under istio/ is in the table (so none escapes the checks).

@@ -155,10 +155,8 @@ func (c *chain) locate(p *Problem) {
 			return // a chain-level consumer
 		}
 	}
+	// Without a config in the YAML, the path ends at the entry when it is located.
 	base := fmt.Sprintf("plugins[%d].config", i)
-	if _, has := c.plugins[i]["config"]; !has {
-		base = fmt.Sprintf("plugins[%d]", i)
-	}
 	switch {
 	case p.Field == "":
 		p.At = base

@@ -83,10 +83,9 @@ bench: build
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime=500ms ./shared/... ./plugins/...
 
 # Needs a Docker engine (not available on this project's CI machines; see build/README.md).
+# Versions and tags come from build/versions.env.
 image:
-	docker build -f build/Dockerfile.builder -t moe/builder:v1.39 .
-	docker build -f build/Dockerfile.envoy --build-arg BUILDER_IMAGE=moe/builder:v1.39 -t moe/envoy:contrib-v1.39 .
-	docker build -f build/Dockerfile.istio-init --build-arg BUILDER_IMAGE=moe/builder:v1.39 -t moe/istio-init:v1.39 .
+	bash build/images.sh
 
 clean:
 	rm -rf $(OUT)

@@ -11,6 +11,7 @@ packages=(
   libclang-rt-14-dev  # sanitizer runtimes for the ASan/LSan build of moe-host
   redis-server        # limit-count tests run against a real Redis
   curl
+  binutils            # readelf: build/build_test.go checks the glibc versions out/libgolang.so needs
 )
 
 missing=()

@@ -566,3 +566,28 @@ func TestKubernetesObjectsDecode(t *testing.T) {
 		}
 	}
 }
+
+// The istiod these tests run is the Istio minor build/versions.env says the .so is for.
+func TestIstiodIsThePinnedIstio(t *testing.T) {
+	env, err := os.ReadFile("../../build/versions.env")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := ""
+	for _, line := range strings.Split(string(env), "\n") {
+		if v, ok := strings.CutPrefix(line, "ISTIO_MINOR="); ok {
+			want = strings.TrimSpace(v)
+		}
+	}
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "istio.io/istio").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(out)), "VERSION"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.TrimSpace(string(got)) != want || want == "" {
+		t.Errorf("istio.io/istio in go.mod is Istio %s, build/versions.env ISTIO_MINOR=%s", strings.TrimSpace(string(got)), want)
+	}
+}

@@ -218,3 +218,51 @@ func TestPluginValidationDoesNoNetworkIO(t *testing.T) {
 	case <-time.After(300 * time.Millisecond):
 	}
 }
+
+// Every YAML file of the repository passes moectl validate (those that are not Envoy or
+// Kubernetes configs are checked where they are used, listed here).
+func TestEveryYAMLInTheRepositoryValidates(t *testing.T) {
+	elsewhere := map[string]string{
+		"istio/helm-values-gateway.yaml": "Helm values: istio/istiodcheck renders the chart with them",
+		"istio/policy-gateway.yaml":      "a moectl render policy: TestRenderGatewayPolicy",
+	}
+	noPlugins := map[string]bool{
+		"cmd/moectl/internal/compile/testdata/envoy.yaml":   true, // placeholder plugin "x"
+		"cmd/moectl/internal/compile/testdata/minimal.yaml": true,
+	}
+	root := "../.."
+	var files []string
+	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "out" || d.Name() == ".git" || d.Name() == "node_modules") {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && (strings.HasSuffix(p, ".yaml") || strings.HasSuffix(p, ".yml")) {
+			files = append(files, p)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for _, f := range files {
+		rel, _ := filepath.Rel(root, f)
+		if _, ok := elsewhere[filepath.ToSlash(rel)]; ok {
+			continue
+		}
+		args := []string{"validate", "--skip-library-check", "-q", f}
+		if noPlugins[filepath.ToSlash(rel)] {
+			args = append(args, "--skip-plugin-check")
+		}
+		if code, _, errs := runCLI(args...); code != 0 {
+			t.Errorf("%s: code %d:\n%s", rel, code, errs)
+		}
+		checked++
+	}
+	if checked < 20 {
+		t.Errorf("only %d YAML files found", checked)
+	}
+}

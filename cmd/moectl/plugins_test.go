@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/moeproxy/moe/cmd/moectl/validate"
 	"net"
 	"os"
 	"path/filepath"
@@ -158,6 +159,9 @@ func TestPluginConfigsAreValidatedWithTheirPath(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			if strings.HasPrefix(tc.name, "Init:") {
+				needSandbox(t)
+			}
 			f := filepath.Join(t.TempDir(), "envoy.yaml")
 			if err := os.WriteFile(f, []byte(pluginBootstrap(tc.lib, tc.plugin, tc.value, tc.route)), 0o644); err != nil {
 				t.Fatal(err)
@@ -264,5 +268,16 @@ func TestEveryYAMLInTheRepositoryValidates(t *testing.T) {
 	}
 	if checked < 20 {
 		t.Errorf("only %d YAML files found", checked)
+	}
+}
+
+// needSandbox skips a test of what only Init checks where the plugin check cannot run Init
+// (no user and network namespaces: validate then says so in a note and checks less).
+func needSandbox(t *testing.T) {
+	t.Helper()
+	rep := validate.Bytes("x.yaml", []byte(pluginBootstrap("moe", "moe", "{plugins: [{name: limit-req, config: {rate: 1}}]}", "")),
+		validate.Options{SkipLibraryCheck: true})
+	if len(rep.Notes) > 0 {
+		t.Skipf("no sandbox for Init here: %v", rep.Notes)
 	}
 }

@@ -14,7 +14,7 @@ export CGO_ENABLED := 1
 GO_SOURCES := $(shell find . -name '*.go' -not -name '*_test.go' -not -path './out/*') go.mod go.sum
 HOST_SOURCES := $(wildcard cgo/host/*.cc cgo/host/*.h cgo/host/testing/*.cc cgo/host/Makefile)
 
-.PHONY: all deps build run example test test-asan bench image clean
+.PHONY: all deps build run example test test-asan test-istiod bench image clean
 
 all: build
 
@@ -65,7 +65,14 @@ example: build
 test: build $(TEST_BINS)
 	$(MAKE) -C cgo/host unit
 	MOE_REQUIRE_HOST=1 MOE_HOST_LOOPBACK_ONLY=1 $(GO) test -race -count=1 -timeout 20m ./...
+	$(MAKE) test-istiod
 	$(MAKE) test-asan
+
+# istiod itself applies the Istio files (istio/istiodcheck, a module of its own so that
+# istio.io/istio's dependencies do not move the main module's); its output goes through
+# out/moectl validate. The first run downloads istio.io/istio's modules.
+test-istiod: $(OUT)/moectl
+	cd istio/istiodcheck && MOECTL=$(abspath $(OUT)/moectl) MOE_REQUIRE_HOST=1 $(GO) test -count=1 -timeout 10m ./...
 
 # The moe-host conformance suite again, against the AddressSanitizer/LeakSanitizer build.
 test-asan: $(OUT)/moe-host-asan $(OUT)/moectl $(OUT)/libconformance.so
@@ -76,10 +83,9 @@ bench: build
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime=500ms ./shared/... ./plugins/...
 
 # Needs a Docker engine (not available on this project's CI machines; see build/README.md).
+# Versions and tags come from build/versions.env.
 image:
-	docker build -f build/Dockerfile.builder -t moe/builder:v1.39 .
-	docker build -f build/Dockerfile.envoy --build-arg BUILDER_IMAGE=moe/builder:v1.39 -t moe/envoy:contrib-v1.39 .
-	docker build -f build/Dockerfile.istio-init --build-arg BUILDER_IMAGE=moe/builder:v1.39 -t moe/istio-init:v1.39 .
+	bash build/images.sh
 
 clean:
 	rm -rf $(OUT)

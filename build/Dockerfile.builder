@@ -17,7 +17,7 @@
 #
 # Not built in this project's CI (its machines have no Docker engine); see build/README.md.
 
-ARG GO_VERSION=1.26
+ARG GO_VERSION=1.26.8
 ARG BUILD_OS_IMAGE=ubuntu:22.04
 
 FROM golang:${GO_VERSION} AS go

@@ -12,6 +12,7 @@ packages=(
   redis-server        # limit-count tests run against a real Redis
   chromium            # cors: a headless browser does a real cross-origin fetch through moe-host
   curl
+  binutils            # readelf: build/build_test.go checks the glibc versions out/libgolang.so needs
 )
 
 missing=()

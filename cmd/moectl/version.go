@@ -5,7 +5,12 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
+
+type pflagFlag = pflag.Flag
 
 // version is set at build time with -ldflags "-X main.version=..."; otherwise the module
 // version from the build info is used.
@@ -16,6 +21,8 @@ var apiModules = []string{
 	"github.com/envoyproxy/go-control-plane/envoy",
 	"github.com/envoyproxy/go-control-plane/contrib",
 	"github.com/cncf/xds/go",
+	"istio.io/api",
+	"github.com/envoyproxy/envoy",
 }
 
 func versionString() string {
@@ -43,4 +50,16 @@ func versionString() string {
 		s += "\nconfig protos: " + strings.Join(parts, ", ")
 	}
 	return s
+}
+
+func newVersionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print moectl's version and the config-proto modules it was built with",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			fmt.Fprintln(c.OutOrStdout(), versionString())
+			return nil
+		},
+	}
 }

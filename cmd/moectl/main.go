@@ -75,7 +75,7 @@ moe-host, and renders Istio EnvoyFilters from short policy files.`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return fmt.Errorf("%s: %w", c.CommandPath(), err)
 	})
-	root.AddCommand(newValidateCmd(), newCompileCmd(), newRenderCmd(), newVersionCmd())
+	root.AddCommand(newValidateCmd(), newCompileCmd(), newRenderCmd(), newPluginsCmd(), newSchemaCmd(), newVersionCmd())
 	return root
 }
 

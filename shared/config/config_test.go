@@ -329,8 +329,12 @@ type checkOnlySpy struct{ sawCheckOnly, destroyed bool }
 
 var lastSpy *checkOnlySpy
 
-func (c *checkOnlySpy) Init(env api.ConfigEnv) error { c.sawCheckOnly = env.CheckOnly(); lastSpy = c; return nil }
-func (c *checkOnlySpy) Destroy()                     { c.destroyed = true }
+func (c *checkOnlySpy) Init(env api.ConfigEnv) error {
+	c.sawCheckOnly = env.CheckOnly()
+	lastSpy = c
+	return nil
+}
+func (c *checkOnlySpy) Destroy() { c.destroyed = true }
 
 // moectl's full check runs Init in check-only mode and destroys the config.
 func TestFullChecksRunInitInCheckOnlyModeAndDestroy(t *testing.T) {

@@ -51,13 +51,18 @@ $(OUT)/libmoe-e2e.so: $(GO_SOURCES)
 
 TEST_BINS := $(OUT)/libconformance.so $(OUT)/libmoe-e2e.so $(OUT)/moe-host-netonly $(OUT)/moe-host-asan
 
+# On a terminal the server runs in a process group of its own that gets the terminal (perl's
+# POSIX, from Debian's essential perl-base), so Ctrl-C reaches it and not make: it stops
+# everything and make exits 0.
+SERVE = perl -MPOSIX -e 'if (-t STDIN) { $$SIG{TTOU} = "IGNORE"; setpgid(0, 0); tcsetpgrp(0, getpgrp()); } exec @ARGV or die "exec: $$!"' bash envoy/serve.sh
+
 run: build
-	@bash envoy/serve.sh envoy/envoy.yaml
+	@$(SERVE) envoy/envoy.yaml
 
 # make example NAME=key-auth: serve envoy/examples/<NAME>.yaml with what it needs (Redis, ...).
 example: build
 	@test -n "$(NAME)" || { echo "usage: make example NAME=<plugin> (one of: $(basename $(notdir $(wildcard envoy/examples/*.yaml))))" >&2; exit 2; }
-	@bash envoy/serve.sh envoy/examples/$(NAME).yaml
+	@$(SERVE) envoy/examples/$(NAME).yaml
 
 # MOE_REQUIRE_HOST=1 turns "binary missing" into a failure instead of a skip.
 # MOE_HOST_LOOPBACK_ONLY=1: every moe-host a test starts refuses non-loopback upstreams (the

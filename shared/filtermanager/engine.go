@@ -155,13 +155,16 @@ func (s *stream) stopped(d *side, p *plugin) {
 	}
 }
 
-// chunkArg is the chunk for a data hook: the body (an empty chunk when the
-// request has trailers but no body).
+// chunkArg is the chunk for a data hook: the body the entry point attached
+// (an empty, read-only one with the trailers). In a whole-body pass without a
+// body (trailers only) a streaming plugin gets an empty chunk too.
 func (s *stream) chunkArg(d *side) api.Buffer {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if !d.body.present {
-		d.body.attachEmpty()
+		s.mu.Lock()
+		if !d.body.present {
+			d.body.attachEmpty()
+		}
+		s.mu.Unlock()
 	}
 	return &d.body
 }

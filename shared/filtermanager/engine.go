@@ -274,8 +274,14 @@ func (s *stream) release(d *side, k phaseKind, out outcome) (reply *localReply, 
 	}()
 	reply = d.reply
 	d.reply = nil
-	d.replied.Store(false)
-	s.switchTo.Store(nil) // a consumer identified too late for its chain
+	// Atomic stores are costly (a locked exchange, a write barrier for the
+	// pointer) and these are almost always unset already.
+	if d.replied.Load() {
+		d.replied.Store(false)
+	}
+	if s.switchTo.Load() != nil {
+		s.switchTo.Store(nil) // a consumer identified too late for its chain
+	}
 	if s.destroyed {
 		return reply, st, false
 	}

@@ -4,8 +4,6 @@ import (
 	"strconv"
 
 	envoy "github.com/envoyproxy/envoy/contrib/golang/common/go/api"
-
-	"github.com/moeproxy/moe/shared/registry"
 )
 
 // The Envoy entry points (envoy.StreamFilter). Each one attaches what Envoy
@@ -181,16 +179,7 @@ func (s *stream) OnDestroy(envoy.DestroyReason) {
 	if !ch.destroys {
 		return
 	}
-	for i := range slots {
-		if !slots[i].p.hooks.Has(registry.HookDestroy) {
-			continue
-		}
-		// The filter is created here if the request never reached the plugin, so
-		// OnDestroy runs exactly once per plugin and request.
-		s.safeHook(i, "OnDestroy", func(sl *slot) {
-			if d := sl.filter().destroyer(); d != nil {
-				d.OnDestroy()
-			}
-		})
+	for i := 0; i < len(slots); i++ {
+		i = s.destroysFrom(slots, i)
 	}
 }

@@ -75,6 +75,10 @@ type stream struct {
 	failed          bool // a panic reply was sent: no more plugin code for this request
 	logged          bool
 	destroyHooksRan bool // OnDestroy hooks ran
+	// wentAsync: some phase of this request ran in a goroutine. Only the worker
+	// thread sets it, once, before starting the first such goroutine; until
+	// then plugin filters are created without a lock (slot.filter).
+	wentAsync bool
 
 	done     chan struct{}
 	consumer *api.Consumer

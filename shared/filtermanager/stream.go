@@ -29,22 +29,24 @@ type localReply struct {
 }
 
 // side is the state of one direction (decode = request, encode = response).
+// Fields are ordered by size: the stream must stay within a small allocation
+// size class (it is the request's one allocation).
 type side struct {
-	decode   bool
 	headers  headerMap
 	trailers headerMap
 	body     bodyBuf
+	reply    *localReply
+	// cur is the plugin running now, for panic attribution. Only the goroutine
+	// running the side's phase touches it.
+	cur     int
+	replied atomic.Bool // reply != nil, readable without the lock
+	decode  bool
 	// active: a phase of this side is running; the chain owns the stream.
 	active bool
 	// endStream: the headers ended the stream (no body follows).
 	endStream bool
 	// buffering: headers returned StopAndBuffer; the whole-body pass is pending.
 	buffering bool
-	// cur is the plugin running now, for panic attribution. Only the goroutine
-	// running the side's phase touches it.
-	cur     int
-	reply   *localReply
-	replied atomic.Bool // reply != nil, readable without the lock
 }
 
 // dir returns the chain's precomputed direction for this side.
@@ -73,6 +75,10 @@ type stream struct {
 	failed          bool // a panic reply was sent: no more plugin code for this request
 	logged          bool
 	destroyHooksRan bool // OnDestroy hooks ran
+	// wentAsync: some phase of this request ran in a goroutine. Only the worker
+	// thread sets it, once, before starting the first such goroutine; until
+	// then plugin filters are created without a lock (slot.filter).
+	wentAsync bool
 
 	done     chan struct{}
 	consumer *api.Consumer
@@ -86,6 +92,7 @@ type stream struct {
 	tracing  atomic.Bool  // a plugin asked to time every call of this request
 	reqID    string
 	route    routeCache
+	addrs    struct{ remote, local string } // read once (info.go)
 	start    time.Time
 
 	slots   []slot

@@ -44,6 +44,9 @@ type spaceRules struct {
 	// hotKeys are the hotspot key templates (normal, then pressure rules);
 	// Entry's args[i] is hotKeys[i] rendered.
 	hotKeys []*variables.Template
+	// breakers: some rule set has circuit breakers, so responses must be
+	// classified (reading the response status copies the response headers).
+	breakers bool
 }
 
 func newSpaceRules(c *Config, hash string) *spaceRules {
@@ -63,6 +66,7 @@ func newSpaceRules(c *Config, hash string) *spaceRules {
 			sr.pressure = ps
 		}
 	}
+	sr.breakers = len(sr.normal.cbs) > 0 || sr.pressure != nil && len(sr.pressure.cbs) > 0
 	for i := range c.System {
 		sr.system = append(sr.system, c.System[i].sentinel())
 	}

@@ -23,6 +23,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -31,6 +32,8 @@ import (
 	"testing"
 	"text/template"
 	"time"
+
+	"github.com/moeproxy/moe/shared/metrics"
 )
 
 // LoopbackOnlyEnv is set in the environment of every moe-host a test starts: the host then
@@ -42,6 +45,10 @@ const LoopbackOnlyEnv = "MOE_HOST_LOOPBACK_ONLY=1"
 // GuardStats are the counters of the loopback guard. They exist (at 0) whenever the guard is
 // on; a host's end of life fails the test unless each is present and 0.
 var GuardStats = []string{"moe_host.upstream_cx_non_loopback_refused", "moe_host.upstream_dns_non_local_refused"}
+
+// metricsFlush is the plugins' metric flush interval in a test host (the default is 100ms):
+// Stats waits a few of them so that what the requests before it counted is on /stats.
+const metricsFlush = time.Millisecond
 
 // guardLogMarker is in every log line of a refusal (checked when the host is gone).
 const guardLogMarker = "MOE_HOST_LOOPBACK_ONLY=1: refused"
@@ -261,6 +268,9 @@ func prepare(t testing.TB, tmpl string, vars Vars, o Options) prepared {
 	if moectl != "" {
 		env = append(env, "MOE_MOECTL="+moectl)
 	}
+	if !slices.ContainsFunc(o.Env, func(kv string) bool { return strings.HasPrefix(kv, metrics.FlushIntervalEnv+"=") }) {
+		env = append(env, metrics.FlushIntervalEnv+"="+metricsFlush.String()) // the first of duplicates wins
+	}
 	cmd.Env = append(append(env, o.Env...), LoopbackOnlyEnv)
 	return prepared{cmd: cmd, config: rendered.String(), vars: all}
 }
@@ -435,9 +445,11 @@ func (h *Host) WaitExit(t testing.TB, d time.Duration) error {
 	}
 }
 
-// Stats returns admin /stats as name -> value (counters and gauges).
+// Stats returns admin /stats as name -> value (counters and gauges), once the plugins' batched
+// metric updates of the requests before it were written (shared/metrics).
 func (h *Host) Stats(t testing.TB) map[string]string {
 	t.Helper()
+	time.Sleep(20 * metricsFlush)
 	resp, err := http.Get(h.AdminURL + "/stats")
 	if err != nil {
 		t.Fatalf("admin /stats: %v", err)

@@ -10,10 +10,25 @@ import (
 	"github.com/moeproxy/moe/shared/testing/fakeframework"
 )
 
-// Every bootstrap shipped in the repository validates, plugin configs included.
+// atRepoRoot makes the repository root the working directory for the rest of the test:
+// users run moectl (and Envoy, and make run) from there, and relative paths in the
+// configs (a direct-response body_file, a jwks.file) are resolved against it, as Envoy
+// resolves them against its working directory.
+func atRepoRoot(t *testing.T) {
+	t.Helper()
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(root)
+}
+
+// Every bootstrap shipped in the repository validates, plugin configs included, from the
+// repository root.
 func TestShippedBootstrapsValidate(t *testing.T) {
-	files, _ := filepath.Glob("../../envoy/examples/*.yaml")
-	files = append(files, "../../envoy/envoy.yaml")
+	atRepoRoot(t)
+	files, _ := filepath.Glob("envoy/examples/*.yaml")
+	files = append(files, "envoy/envoy.yaml")
 	if len(files) < 2 {
 		t.Fatalf("no examples found: %v", files)
 	}
@@ -27,6 +42,30 @@ func TestShippedBootstrapsValidate(t *testing.T) {
 	if code, _, errs := runCLI(args...); code != 0 || errs != "" {
 		t.Errorf("--target moe-host: code %d, stderr:\n%s", code, errs)
 	}
+}
+
+// Validating every shipped bootstrap (each plugin's Init runs in check-only mode, in this
+// process) leaves nothing running and binds nothing: ldc-route's example validates while its
+// admin address is held, as it is when a host serves the example.
+func TestValidationStartsAndBindsNothing(t *testing.T) {
+	atRepoRoot(t)
+	files, _ := filepath.Glob("envoy/examples/*.yaml")
+	held := fakeframework.NewListener(t)
+	src, err := os.ReadFile("envoy/examples/ldc-route.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const admin = `admin: {address: "127.0.0.1:9980"}`
+	if !strings.Contains(string(src), admin) {
+		t.Fatalf("envoy/examples/ldc-route.yaml has no %s: update the test", admin)
+	}
+	ldc := writeFile(t, "ldc-route.yaml", strings.Replace(string(src), admin, `admin: {address: "`+held.Addr()+`"}`, 1))
+	args := append([]string{"validate", "--skip-library-check", "-q", ldc}, files...)
+	fakeframework.StartsNoGoroutine(t, func() {
+		if code, _, errs := runCLI(args...); code != 0 || errs != "" {
+			t.Errorf("code %d:\n%s", code, errs)
+		}
+	})
 }
 
 // A bootstrap with access logs, CORS, retries, TLS upstreams and more is valid for Envoy;
@@ -208,8 +247,9 @@ func TestPluginValidationDoesNoNetworkIO(t *testing.T) {
 	ln.WantNoConnection(t, 300*time.Millisecond)
 }
 
-// Every YAML file of the repository passes moectl validate (those that are not Envoy or
-// Kubernetes configs are checked where they are used, listed here).
+// Every YAML file of the repository passes moectl validate, run from the repository root
+// (those that are not Envoy or Kubernetes configs are checked where they are used, listed
+// here).
 func TestEveryYAMLInTheRepositoryValidates(t *testing.T) {
 	elsewhere := map[string]string{
 		"istio/helm-values-gateway.yaml": "Helm values: istio/istiodcheck renders the chart with them",
@@ -219,7 +259,8 @@ func TestEveryYAMLInTheRepositoryValidates(t *testing.T) {
 		"cmd/moectl/internal/compile/testdata/envoy.yaml":   true, // placeholder plugin "x"
 		"cmd/moectl/internal/compile/testdata/minimal.yaml": true,
 	}
-	root := "../.."
+	atRepoRoot(t)
+	root := "."
 	var files []string
 	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
 		if err != nil {

@@ -177,6 +177,11 @@ func TestRedisNonceStoreConfigValidation(t *testing.T) {
 			if !ok || fe.Field != tc.field {
 				t.Fatalf("got %v (%T), want field %q", err, err, tc.field)
 			}
+			// moectl validate (Init in check-only mode) reports the same.
+			_, _, err = fakeframework.Check[*Config](t, plugin, newConfig, mustJSON(t, testConfig(tc.extra)), false)
+			if fe, ok := err.(*api.FieldError); !ok || fe.Field != tc.field {
+				t.Fatalf("checking: got %v (%T), want field %q", err, err, tc.field)
+			}
 		})
 	}
 }

@@ -1,6 +1,7 @@
 # moe: Go plugins for Envoy's golang filter, one libgolang.so, tested through moe-host.
 #   make run    build, then serve the demo on 127.0.0.1:10000
 #   make example NAME=<plugin>   serve that plugin's example (envoy/examples/<plugin>.yaml)
+#   make dynamic                 serve envoy/dynamic/ (listeners, routes, clusters from files)
 #   make test   every test: unit (-race), moe-host conformance, end-to-end, sanitizer run
 #   make bench  Go benchmarks (ratios against a baseline measured in the same run)
 SHELL := /bin/bash
@@ -14,7 +15,7 @@ export CGO_ENABLED := 1
 GO_SOURCES := $(shell find . -name '*.go' -not -name '*_test.go' -not -path './out/*') go.mod go.sum
 HOST_SOURCES := $(wildcard cgo/host/*.cc cgo/host/*.h cgo/host/testing/*.cc cgo/host/Makefile)
 
-.PHONY: all deps build run example test test-asan test-istiod bench image clean
+.PHONY: all deps build run example dynamic test test-asan test-istiod bench image clean
 
 all: build
 
@@ -63,6 +64,13 @@ run: build
 example: build
 	@test -n "$(NAME)" || { echo "usage: make example NAME=<plugin> (one of: $(basename $(notdir $(wildcard envoy/examples/*.yaml))))" >&2; exit 2; }
 	@$(SERVE) envoy/examples/$(NAME).yaml
+
+# make dynamic: listeners, clusters and routes from files (envoy/dynamic/); the files are copied
+# to out/dynamic/ so that moving a new one into place does not touch the repository.
+dynamic: build
+	@mkdir -p $(OUT)/dynamic
+	@cp envoy/dynamic/lds.yaml envoy/dynamic/cds.yaml envoy/dynamic/rds.yaml $(OUT)/dynamic/
+	@$(SERVE) envoy/dynamic/envoy.yaml
 
 # MOE_REQUIRE_HOST=1 turns "binary missing" into a failure instead of a skip.
 # MOE_HOST_LOOPBACK_ONLY=1: every moe-host a test starts refuses non-loopback upstreams (the

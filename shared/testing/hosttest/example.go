@@ -5,7 +5,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"testing"
+
+	"github.com/moeproxy/moe/shared/testing/tb"
 )
 
 // ExampleOptions tune StartExample.
@@ -30,7 +31,7 @@ var exampleAddresses = []string{
 // 10000 and admin 9901 free ports, upstream 8080 an echo upstream, and library_path
 // out/libgolang.so the built library; opts add more substitutions. The test fails if the
 // example lacks any text to substitute.
-func StartExample(t testing.TB, path string, opts ...ExampleOptions) *Host {
+func StartExample(t tb.TB, path string, opts ...ExampleOptions) *Host {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join(RepoRoot(t), path))
 	if err != nil {
@@ -58,7 +59,7 @@ func StartExample(t testing.TB, path string, opts ...ExampleOptions) *Host {
 
 // RepoRoot is the directory holding go.mod above the test's directory (not derived from
 // $MOE_OUT, which may point elsewhere).
-func RepoRoot(t testing.TB) string {
+func RepoRoot(t tb.TB) string {
 	t.Helper()
 	dir, err := repoRoot()
 	if err != nil {

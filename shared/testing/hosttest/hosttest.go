@@ -147,6 +147,10 @@ type Options struct {
 	LogLevel    string // -l (default "info")
 	// Args are more command-line arguments, after -c, --concurrency and -l.
 	Args []string
+	// Wrapper is a command the host runs under, its binary and arguments appended, e.g.
+	// {"valgrind", "--tool=callgrind"} (cmd/moebench). The wrapper must run the host in its
+	// own process (as valgrind does), so that Host.Pid is the host's.
+	Wrapper []string
 	// Env is more environment (KEY=VALUE) for the host; MOE_HOST_LOOPBACK_ONLY=1 cannot be
 	// overridden.
 	Env []string
@@ -259,7 +263,11 @@ func prepare(t tb.TB, tmpl string, vars Vars, o Options) prepared {
 		t.Fatal(err)
 	}
 	args := append([]string{"-c", cfg, "--concurrency", strconv.Itoa(o.Concurrency), "-l", o.LogLevel}, o.Args...)
-	cmd := exec.Command(hostBin, args...)
+	argv := append([]string{hostBin}, args...)
+	if len(o.Wrapper) > 0 {
+		argv = append(append([]string(nil), o.Wrapper...), argv...)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
 	env := os.Environ()
 	if moectl != "" {
 		env = append(env, "MOE_MOECTL="+moectl)
@@ -404,6 +412,9 @@ func (h *Host) Addr(t tb.TB, listener string) string {
 	}
 	return fmt.Sprintf("127.0.0.1:%d", p)
 }
+
+// Pid is the host's process id (for /proc/<pid>/stat, callgrind_control).
+func (h *Host) Pid() int { return h.cmd.Process.Pid }
 
 // Signal sends sig to the host process.
 func (h *Host) Signal(sig os.Signal) error { return h.cmd.Process.Signal(sig) }

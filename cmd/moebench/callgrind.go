@@ -80,12 +80,30 @@ func measureCallgrind(t tb.TB, c Config, s *services, p params) callgrindRun {
 	if err != nil {
 		t.Fatalf("%s: %v", c.ID, err)
 	}
+	if p.Profiles != "" {
+		keepProfile(t, dumps[0], filepath.Join(p.Profiles, fmt.Sprintf("%s.callgrind", c.ID)))
+	}
 	return callgrindRun{
 		Requests:      p.N,
 		Instructions:  total,
 		PerRequest:    float64(total) / float64(p.N),
 		Crossings:     crossingsPerRequest(before, after, p.N),
 		WindowSeconds: window.Seconds(),
+	}
+}
+
+// keepProfile copies a dump for callgrind_annotate (the file of the last run of a config).
+func keepProfile(t tb.TB, from, to string) {
+	t.Helper()
+	raw, err := os.ReadFile(from)
+	if err == nil {
+		err = os.MkdirAll(filepath.Dir(to), 0o755)
+	}
+	if err == nil {
+		err = os.WriteFile(to, raw, 0o644)
+	}
+	if err != nil {
+		t.Errorf("keep the profile: %v", err)
 	}
 }
 

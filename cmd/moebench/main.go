@@ -34,9 +34,12 @@ type params struct {
 	Connections   int           `json:"wrk_connections"`
 	Threads       int           `json:"wrk_threads"`
 	LoadWarmup    int           `json:"load_warmup_requests"`
+	IdleAfter     time.Duration `json:"idle_after_ns"`
+	Idle          time.Duration `json:"idle_ns"`
 	Concurrency   int           `json:"host_concurrency"`
 	ClockTicks    int64         `json:"clock_ticks"`
 	Out           string        `json:"-"`
+	Profiles      string        `json:"-"`
 	From          string        `json:"-"`
 }
 
@@ -80,6 +83,8 @@ func parseFlags(args []string, getenv func(string) string) (params, error) {
 	conns := fs.Int("connections", 16, "wrk connections")
 	threads := fs.Int("threads", 1, "wrk threads")
 	loadWarm := fs.Int("load-warmup", 300, "sequential warm-up requests before each wrk run")
+	idle := fs.Duration("idle", time.Second, "how long the host's idle CPU is measured, in the first wrk round (0: not)")
+	idleAfter := fs.Duration("idle-after", 1500*time.Millisecond, "quiet time before the idle CPU is measured (sentinel parks its clock after 1 s)")
 	conc := fs.Int("concurrency", 1, "moe-host --concurrency for the wrk runs (callgrind runs use 1)")
 	skipCG := fs.Bool("skip-callgrind", false, "no callgrind runs")
 	skipLoad := fs.Bool("skip-load", false, "no wrk runs")
@@ -91,7 +96,7 @@ func parseFlags(args []string, getenv func(string) string) (params, error) {
 	if fs.NArg() > 0 {
 		return params{}, fmt.Errorf("unexpected arguments %v", fs.Args())
 	}
-	p := params{Quick: *quick, Connections: *conns, Threads: *threads, LoadWarmup: *loadWarm, Concurrency: *conc, Out: *out, From: *from}
+	p := params{Profiles: filepath.Join(*out, "callgrind"), Quick: *quick, Connections: *conns, Threads: *threads, LoadWarmup: *loadWarm, Idle: *idle, IdleAfter: *idleAfter, Concurrency: *conc, Out: *out, From: *from}
 	pick := func(v, full, q int) int {
 		switch {
 		case v > 0:
@@ -193,7 +198,7 @@ func benchmark(p params, progress io.Writer) (*Report, error) {
 		}
 		for round := 0; round < p.Rounds; round++ {
 			measure("wrk", round, p.Rounds, func(t tb.TB, c Config, r *Result) {
-				r.Load = append(r.Load, measureLoad(t, c, s, p))
+				r.Load = append(r.Load, measureLoad(t, c, s, p, round))
 			})
 		}
 		if s.otlp != nil {

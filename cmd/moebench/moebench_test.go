@@ -234,3 +234,12 @@ func TestConfigsMatchTheirFiles(t *testing.T) {
 		}
 	}
 }
+
+func TestParseSchedstat(t *testing.T) {
+	if n, err := parseSchedstat("399616 4152424 3\n"); err != nil || n != 399616 {
+		t.Errorf("got %d, %v", n, err)
+	}
+	if _, err := parseSchedstat("1 2"); err == nil {
+		t.Error("two fields: no error")
+	}
+}

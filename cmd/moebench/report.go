@@ -23,11 +23,12 @@ type Result struct {
 type Summary struct {
 	InstrPerRequest float64 `json:"instructions_per_request"`
 	// InstrSpread is (max - min) / median of the callgrind runs: their run-to-run agreement.
-	InstrSpread float64 `json:"instructions_spread"`
-	CPUPerReqUs float64 `json:"cpu_us_per_request"`
-	RPS         float64 `json:"rps"`
-	P50Us       float64 `json:"p50_us"`
-	P99Us       float64 `json:"p99_us"`
+	InstrSpread   float64 `json:"instructions_spread"`
+	CPUPerReqUs   float64 `json:"cpu_us_per_request"`
+	RPS           float64 `json:"rps"`
+	P50Us         float64 `json:"p50_us"`
+	P99Us         float64 `json:"p99_us"`
+	IdleCPUMsPerS float64 `json:"idle_cpu_ms_per_s"`
 	// Crossings per request by counter (median over the callgrind runs) and their sum.
 	Crossings      map[string]float64 `json:"crossings_per_request"`
 	CrossingsTotal float64            `json:"crossings_total_per_request"`
@@ -82,7 +83,7 @@ func ratio(a, b float64) float64 {
 // summarize fills every result's Summary: medians, then the ratios against B0 and B1.
 func summarize(rs []*Result) {
 	for _, r := range rs {
-		var instr, cpu, rps, p50, p99 []float64
+		var instr, cpu, rps, p50, p99, idle []float64
 		byName := map[string][]float64{}
 		for _, c := range r.Callgrind {
 			instr = append(instr, c.PerRequest)
@@ -95,10 +96,13 @@ func summarize(rs []*Result) {
 			rps = append(rps, l.RPS)
 			p50 = append(p50, l.P50Us)
 			p99 = append(p99, l.P99Us)
+			if l.IdleCPUMsPerS != nil {
+				idle = append(idle, *l.IdleCPUMsPerS)
+			}
 		}
 		s := Summary{
 			InstrPerRequest: median(instr), InstrSpread: spread(instr),
-			CPUPerReqUs: median(cpu), RPS: median(rps), P50Us: median(p50), P99Us: median(p99),
+			CPUPerReqUs: median(cpu), RPS: median(rps), P50Us: median(p50), P99Us: median(p99), IdleCPUMsPerS: median(idle),
 		}
 		if len(byName) > 0 {
 			s.Crossings = map[string]float64{}
@@ -207,14 +211,24 @@ func markdown(rep *Report) string {
 		"measurement; %d round(s). Host CPU per request = moe-host's utime+stime (/proc/<pid>/stat) over wrk's run / "+
 		"requests completed. wrk, the echo upstream and moe-host share the machine's CPUs.\n\n",
 		p.Threads, p.Connections, int(p.Duration.Seconds()), p.LoadWarmup, p.Concurrency, p.Rounds)
-	b.WriteString("| | req/s per round | host CPU µs/req per round |\n|---|---|---|\n")
+	fmt.Fprintf(&b, "Idle CPU: the host's CPU time without traffic (all threads, /proc/<pid>/task/*/schedstat), in the first "+
+		"round, over %s starting %s after the last warm-up request, in ms per second.\n\n", p.Idle, p.IdleAfter)
+	b.WriteString("| | req/s per round | host CPU µs/req per round | p99 per round | idle CPU ms/s |\n|---|---|---|---|--:|\n")
 	for _, r := range rep.Results {
-		var rps, cpu []string
+		var rps, cpu, p99 []string
 		for _, l := range r.Load {
 			rps = append(rps, num(l.RPS))
 			cpu = append(cpu, trimFloat(l.CPUPerRequestUs))
+			p99 = append(p99, us(l.P99Us))
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s |\n", r.ID, orDash(strings.Join(rps, ", ")), orDash(strings.Join(cpu, ", ")))
+		idle := "–"
+		for _, l := range r.Load {
+			if l.IdleCPUMsPerS != nil {
+				idle = trimFloat(r.Summary.IdleCPUMsPerS)
+			}
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", r.ID, orDash(strings.Join(rps, ", ")), orDash(strings.Join(cpu, ", ")),
+			orDash(strings.Join(p99, ", ")), idle)
 	}
 
 	var errs []string

@@ -26,6 +26,10 @@ type loadRun struct {
 	CPUSeconds float64 `json:"cpu_seconds"`
 	// CPUPerRequestUs is CPUSeconds per completed request, in microseconds.
 	CPUPerRequestUs float64 `json:"cpu_us_per_request"`
+	// IdleCPUMsPerS is the host's CPU time while nobody sends anything (after the warm-up
+	// and params.IdleAfter, before wrk), in milliseconds per second: timers and background
+	// goroutines. Measured in the first round only (nil in the others).
+	IdleCPUMsPerS *float64 `json:"idle_cpu_ms_per_s,omitempty"`
 }
 
 // wrkResult is what wrk printed.
@@ -39,7 +43,7 @@ type wrkResult struct {
 	SocketErrors int64   `json:"socket_errors"`
 }
 
-func measureLoad(t tb.TB, c Config, s *services, p params) loadRun {
+func measureLoad(t tb.TB, c Config, s *services, p params, round int) loadRun {
 	t.Helper()
 	h := startHost(t, c, s, hosttest.Options{Concurrency: p.Concurrency, LogLevel: "warning"})
 	cl, err := newClient(h.URL, c.Headers)
@@ -50,6 +54,15 @@ func measureLoad(t tb.TB, c Config, s *services, p params) loadRun {
 		t.Fatalf("%s warm-up: %v", c.ID, err)
 	}
 	cl.close()
+	var idle *float64
+	if round == 0 && p.Idle > 0 {
+		time.Sleep(p.IdleAfter)
+		v, err := idleCPU(h.Pid(), p.Idle)
+		if err != nil {
+			t.Fatal(err)
+		}
+		idle = &v
+	}
 	args := []string{"-t", strconv.Itoa(p.Threads), "-c", strconv.Itoa(p.Connections),
 		"-d", fmt.Sprintf("%ds", int(p.Duration.Seconds())), "--latency", "--timeout", "5s"}
 	for k, v := range c.Headers {
@@ -89,7 +102,54 @@ func measureLoad(t tb.TB, c Config, s *services, p params) loadRun {
 			c.ID, w.Non2xx, w.SocketErrors, w.Requests, out)
 	}
 	cpu := float64(after-before) / float64(p.ClockTicks)
-	return loadRun{wrkResult: w, CPUSeconds: cpu, CPUPerRequestUs: cpu / float64(w.Requests) * 1e6}
+	return loadRun{wrkResult: w, CPUSeconds: cpu, CPUPerRequestUs: cpu / float64(w.Requests) * 1e6, IdleCPUMsPerS: idle}
+}
+
+// idleCPU is the process's CPU time over d, in ms per second, from the nanosecond counters
+// of /proc/<pid>/task/*/schedstat (the clock ticks of /proc/<pid>/stat are too coarse for a
+// second of idling).
+func idleCPU(pid int, d time.Duration) (float64, error) {
+	before, err := procCPUNanos(pid)
+	if err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	time.Sleep(d)
+	after, err := procCPUNanos(pid)
+	if err != nil {
+		return 0, err
+	}
+	return float64(after-before) / 1e6 / time.Since(start).Seconds(), nil
+}
+
+// procCPUNanos sums the on-CPU nanoseconds (first field of schedstat) of a process's threads.
+func procCPUNanos(pid int) (int64, error) {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return 0, err
+	}
+	var sum int64
+	for _, task := range tasks {
+		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/schedstat", pid, task.Name()))
+		if err != nil {
+			continue // the thread has just exited
+		}
+		n, err := parseSchedstat(string(raw))
+		if err != nil {
+			return 0, err
+		}
+		sum += n
+	}
+	return sum, nil
+}
+
+// parseSchedstat returns the first field of a schedstat line: time spent on the CPU, in ns.
+func parseSchedstat(s string) (int64, error) {
+	f := strings.Fields(s)
+	if len(f) != 3 {
+		return 0, fmt.Errorf("schedstat %q: want 3 fields", trim(s, 80))
+	}
+	return strconv.ParseInt(f[0], 10, 64)
 }
 
 var (

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/moeproxy/moe/plugins/internal/redisclient"
-	"github.com/moeproxy/moe/plugins/internal/redisclient/redistest"
+	"github.com/moeproxy/moe/shared/testing/redistest"
 	"github.com/moeproxy/moe/shared/api"
 	"github.com/moeproxy/moe/shared/testing/fakeenvoy"
 	"github.com/moeproxy/moe/shared/testing/fakeframework"

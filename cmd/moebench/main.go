@@ -84,7 +84,7 @@ func parseFlags(args []string, getenv func(string) string) (params, error) {
 	threads := fs.Int("threads", 1, "wrk threads")
 	loadWarm := fs.Int("load-warmup", 300, "sequential warm-up requests before each wrk run")
 	idle := fs.Duration("idle", time.Second, "how long the host's idle CPU is measured, in the first wrk round (0: not)")
-	idleAfter := fs.Duration("idle-after", 1500*time.Millisecond, "quiet time before the idle CPU is measured (sentinel parks its clock after 1 s)")
+	idleAfter := fs.Duration("idle-after", 1500*time.Millisecond, "quiet time before the idle CPU is measured (metric flushes and request timers settle)")
 	conc := fs.Int("concurrency", 1, "moe-host --concurrency for the wrk runs (callgrind runs use 1)")
 	skipCG := fs.Bool("skip-callgrind", false, "no callgrind runs")
 	skipLoad := fs.Bool("skip-load", false, "no wrk runs")

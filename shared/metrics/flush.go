@@ -21,10 +21,14 @@ var (
 // enqueue adds a metric that changed since its last flush (once per flush:
 // the metric's queued flag guards it) and wakes the flusher.
 func enqueue(f flusher) {
-	startOnce.Do(func() { go flushLoop() })
 	queueMu.Lock()
 	queue = append(queue, f)
 	queueMu.Unlock()
+	if FlushInterval() == 0 {
+		Flush() // unbatched (FlushIntervalEnv=0)
+		return
+	}
+	startOnce.Do(func() { go flushLoop() })
 	select {
 	case wake <- struct{}{}:
 	default:
@@ -35,7 +39,7 @@ func enqueue(f flusher) {
 // FlushInterval, then writes them all.
 func flushLoop() {
 	for range wake {
-		time.Sleep(FlushInterval)
+		time.Sleep(FlushInterval())
 		Flush()
 	}
 }

@@ -37,15 +37,27 @@ type Definer interface {
 	DefineGaugeMetric(name string) envoy.GaugeMetric
 }
 
-// FlushIntervalEnv overrides the default flush interval (a Go duration, e.g.
-// "1ms" in tests that read /stats right after a request).
+// FlushIntervalEnv overrides the default flush interval (a Go duration). "0"
+// writes every update at once, unbatched: test hosts use it so that /stats read
+// right after a request already shows what the request counted.
 const FlushIntervalEnv = "MOE_METRICS_FLUSH_INTERVAL"
 
+// flushInterval is how long an update may wait before it reaches Envoy
+// (nanoseconds; atomic because tests change it while the flusher reads it).
+var flushInterval atomic.Int64
+
+func init() { flushInterval.Store(int64(flushIntervalFromEnv())) }
+
 // FlushInterval is how long an update may wait before it reaches Envoy.
-var FlushInterval = flushIntervalFromEnv()
+func FlushInterval() time.Duration { return time.Duration(flushInterval.Load()) }
+
+// SetFlushInterval changes the flush interval (0: unbatched) and returns the previous one.
+func SetFlushInterval(d time.Duration) time.Duration {
+	return time.Duration(flushInterval.Swap(int64(d)))
+}
 
 func flushIntervalFromEnv() time.Duration {
-	if d, err := time.ParseDuration(os.Getenv(FlushIntervalEnv)); err == nil && d > 0 {
+	if d, err := time.ParseDuration(os.Getenv(FlushIntervalEnv)); err == nil && d >= 0 {
 		return d
 	}
 	return 100 * time.Millisecond

@@ -145,13 +145,30 @@ func TestFlusherWritesWithoutBeingAskedAndSleepsWhenIdle(t *testing.T) {
 	deadline := time.Now().Add(5 * time.Second)
 	for d.calls.Load() == before {
 		if time.Now().After(deadline) {
-			t.Fatalf("no flush within 5s (interval %v)", metrics.FlushInterval)
+			t.Fatalf("no flush within 5s (interval %v)", metrics.FlushInterval())
 		}
 		time.Sleep(time.Millisecond)
 	}
 	idle := d.calls.Load()
-	time.Sleep(3 * metrics.FlushInterval)
+	time.Sleep(3 * metrics.FlushInterval())
 	if n := d.calls.Load(); n != idle {
 		t.Errorf("%d calls into Envoy while nothing changed", n-idle)
+	}
+}
+
+func TestZeroIntervalWritesEachUpdateAtOnce(t *testing.T) {
+	run++
+	d := &countingDefiner{}
+	metrics.Bind(d)
+	saved := metrics.SetFlushInterval(0)
+	t.Cleanup(func() { metrics.SetFlushInterval(saved); metrics.Bind(fakeenvoy.Stats) })
+	c := metrics.Counter(uniq("moe_test_unbatched_total"))
+	metrics.Flush()
+	before := d.calls.Load()
+	for range 3 {
+		c.Inc(1)
+	}
+	if n := d.calls.Load() - before; n != 3 {
+		t.Errorf("%d calls into Envoy for 3 unbatched updates, want 3 (none waiting for a flusher)", n)
 	}
 }

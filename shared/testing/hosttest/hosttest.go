@@ -49,8 +49,9 @@ const LoopbackOnlyEnv = "MOE_HOST_LOOPBACK_ONLY=1"
 var GuardStats = []string{"moe_host.upstream_cx_non_loopback_refused", "moe_host.upstream_dns_non_local_refused"}
 
 // metricsFlush is the plugins' metric flush interval in a test host (the default is 100ms):
-// Stats waits a few of them so that what the requests before it counted is on /stats.
-const metricsFlush = time.Millisecond
+// 0 writes each update at once, so what a request counted is on /stats when its response
+// arrives (a short flush interval raced with a loaded machine's scheduler in CI).
+const metricsFlush = time.Duration(0)
 
 // guardLogMarker is in every log line of a refusal (checked when the host is gone).
 const guardLogMarker = "MOE_HOST_LOOPBACK_ONLY=1: refused"
@@ -458,11 +459,10 @@ func (h *Host) WaitExit(t tb.TB, d time.Duration) error {
 	}
 }
 
-// Stats returns admin /stats as name -> value (counters and gauges), once the plugins' batched
-// metric updates of the requests before it were written (shared/metrics).
+// Stats returns admin /stats as name -> value (counters and gauges). Plugins' metric updates are
+// unbatched in a test host (metricsFlush), so they are there when the request's response is.
 func (h *Host) Stats(t tb.TB) map[string]string {
 	t.Helper()
-	time.Sleep(20 * metricsFlush)
 	resp, err := http.Get(h.AdminURL + "/stats")
 	if err != nil {
 		t.Fatalf("admin /stats: %v", err)

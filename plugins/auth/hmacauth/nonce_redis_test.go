@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/moeproxy/moe/plugins/internal/redisclient"
-	"github.com/moeproxy/moe/shared/testing/redistest"
 	"github.com/moeproxy/moe/shared/api"
 	"github.com/moeproxy/moe/shared/testing/fakeenvoy"
 	"github.com/moeproxy/moe/shared/testing/fakeframework"
+	"github.com/moeproxy/moe/shared/testing/redistest"
 )
 
 // redisStore is a nonce_store section for a test Redis, with overrides of

@@ -10,6 +10,7 @@ import (
 	envoy "github.com/envoyproxy/envoy/contrib/golang/common/go/api"
 
 	"github.com/moeproxy/moe/shared/api"
+	"github.com/moeproxy/moe/shared/metrics"
 )
 
 // phaseKind is the kind of a run over the plugins of one direction.
@@ -118,6 +119,7 @@ func Factory(cfg any, cb envoy.FilterCallbackHandler) envoy.StreamFilter {
 }
 
 func newStream(c *Chain, cb envoy.FilterCallbackHandler) *stream {
+	metrics.Activity() // the runtime gauges are sampled while requests flow
 	s := &stream{cb: cb, start: time.Now()}
 	s.ch.Store(c)
 	s.dec.decode = true

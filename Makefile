@@ -42,7 +42,8 @@ $(OUT)/moectl: $(GO_SOURCES)
 $(OUT)/echo-upstream: $(GO_SOURCES)
 	$(GO) build -o $@ ./cmd/echo-upstream
 
-# Test-only libraries: the conformance plugins for moe-host and the framework's e2e plugins.
+# Test-only libraries: the conformance plugins for moe-host, and the framework's e2e plugins next
+# to every shipped plugin (the chaos suite runs the demo chain with plugins that misbehave).
 $(OUT)/libconformance.so: $(GO_SOURCES)
 	$(GO) build -buildmode=c-shared -o $@ ./cgo/host/conformance/so
 

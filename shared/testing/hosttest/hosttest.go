@@ -412,6 +412,9 @@ func (h *Host) Addr(t testing.TB, listener string) string {
 	return fmt.Sprintf("127.0.0.1:%d", p)
 }
 
+// Pid is the host's process id (for /proc/<pid>/stat, callgrind_control).
+func (h *Host) Pid() int { return h.cmd.Process.Pid }
+
 // Signal sends sig to the host process.
 func (h *Host) Signal(sig os.Signal) error { return h.cmd.Process.Signal(sig) }
 

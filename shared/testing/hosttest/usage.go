@@ -1,0 +1,86 @@
+package hosttest
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/moeproxy/moe/shared/metrics"
+)
+
+// Usage is what a running host uses: from /proc/<pid> (the whole process, C++ and Go) and from
+// the runtime gauges on admin /stats (the Go side; shared/metrics/runtime.go).
+type Usage struct {
+	RSS     int64 // resident set, bytes (VmRSS)
+	FDs     int   // open file descriptors
+	Threads int
+
+	Goroutines int64 // moe_runtime_goroutines
+	HeapBytes  int64 // moe_runtime_heap_bytes (live and not yet swept)
+	HeapLive   int64 // moe_runtime_heap_live_bytes (live at the last GC)
+	GoSys      int64 // moe_runtime_sys_bytes
+}
+
+func (u Usage) String() string {
+	return fmt.Sprintf("rss %.1f MiB, fds %d, threads %d, goroutines %d, heap %.1f MiB (live %.1f MiB), go sys %.1f MiB",
+		mib(u.RSS), u.FDs, u.Threads, u.Goroutines, mib(u.HeapBytes), mib(u.HeapLive), mib(u.GoSys))
+}
+
+func mib(b int64) float64 { return float64(b) / (1 << 20) }
+
+// Usage samples the host's usage now. The runtime gauges are as the sampler last saw them
+// (at rest: the settled idle values).
+func (h *Host) Usage(t testing.TB) Usage {
+	t.Helper()
+	u, err := ProcUsage(h.Pid())
+	if err != nil {
+		t.Fatalf("usage of moe-host: %v", err)
+	}
+	st := h.Stats(t)
+	g := func(name string) int64 {
+		v, _ := strconv.ParseInt(st[name], 10, 64)
+		return v
+	}
+	u.Goroutines = g(metrics.RuntimeGoroutines)
+	u.HeapBytes = g(metrics.RuntimeHeapBytes)
+	u.HeapLive = g(metrics.RuntimeHeapLiveBytes)
+	u.GoSys = g(metrics.RuntimeSysBytes)
+	return u
+}
+
+// ProcUsage reads RSS, threads and open descriptors of process pid from /proc.
+func ProcUsage(pid int) (Usage, error) {
+	var u Usage
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return u, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if !ok {
+			continue
+		}
+		fields := strings.Fields(v)
+		if len(fields) == 0 {
+			continue
+		}
+		n, _ := strconv.ParseInt(fields[0], 10, 64)
+		switch k {
+		case "VmRSS":
+			u.RSS = n << 10 // kB
+		case "Threads":
+			u.Threads = int(n)
+		}
+	}
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		return u, err
+	}
+	u.FDs = len(fds)
+	return u, sc.Err()
+}

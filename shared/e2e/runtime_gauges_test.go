@@ -15,29 +15,6 @@ import (
 
 const gaugeSampleEvery = 50 * time.Millisecond
 
-// settledUsage waits until the host's runtime gauges stop changing (the sampler parked at the
-// idle values, shared/metrics/runtime.go) and returns them.
-func settledUsage(t *testing.T, h *hosttest.Host) hosttest.Usage {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	prev := h.Usage(t)
-	same := 0
-	for same < 5 {
-		if time.Now().After(deadline) {
-			t.Fatalf("runtime gauges never settled: %v", prev)
-		}
-		time.Sleep(2 * gaugeSampleEvery)
-		u := h.Usage(t)
-		if u.Goroutines == prev.Goroutines && u.HeapLive == prev.HeapLive {
-			same++
-		} else {
-			same = 0
-		}
-		prev = u
-	}
-	return prev
-}
-
 // The runtime gauges through the real host: goroutines a request leaves behind (stray
 // goroutines living 300ms after their request) show, and the gauge returns to its idle value
 // with no further request, because the sampler keeps looking for a while after the load.
@@ -70,7 +47,7 @@ func TestE2ERuntimeGaugesReturnToIdleAfterTheLoad(t *testing.T) {
 	var base hosttest.Usage
 	for i := 0; i < 20 && base.HeapLive == 0; i++ {
 		load()
-		base = settledUsage(t, h)
+		base = h.SettledUsage(t, gaugeSampleEvery, 20*time.Second)
 	}
 	t.Logf("idle: %v", base)
 	if base.Goroutines <= 0 || base.HeapBytes <= 0 || base.GoSys <= 0 || base.RSS <= 0 || base.FDs <= 0 {
@@ -85,7 +62,7 @@ func TestE2ERuntimeGaugesReturnToIdleAfterTheLoad(t *testing.T) {
 	if peak < base.Goroutines+n/2 {
 		t.Errorf("goroutine gauge peaked at %d after %d requests leaving a goroutine each (idle %d)", peak, n, base.Goroutines)
 	}
-	after := settledUsage(t, h)
+	after := h.SettledUsage(t, gaugeSampleEvery, 20*time.Second)
 	t.Logf("peak goroutines %d; settled: %v", peak, after)
 	if after.Goroutines > base.Goroutines {
 		t.Errorf("goroutines settled at %d, idle before the load %d", after.Goroutines, base.Goroutines)

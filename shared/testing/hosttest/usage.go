@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/moeproxy/moe/shared/metrics"
 )
@@ -83,4 +84,28 @@ func ProcUsage(pid int) (Usage, error) {
 	}
 	u.FDs = len(fds)
 	return u, sc.Err()
+}
+
+// SettledUsage waits until the runtime gauges stop changing (the sampler parked at its idle
+// values, shared/metrics/runtime.go) and returns the usage then. every is the host's sample
+// interval (metrics.RuntimeSampleIntervalEnv); the gauges must agree on five looks two
+// intervals apart within limit, or the test fails.
+func (h *Host) SettledUsage(t testing.TB, every, limit time.Duration) Usage {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	prev := h.Usage(t)
+	for same := 0; same < 5; {
+		if time.Now().After(deadline) {
+			t.Fatalf("runtime gauges of moe-host never settled within %v: %v", limit, prev)
+		}
+		time.Sleep(2 * every)
+		u := h.Usage(t)
+		if u.Goroutines == prev.Goroutines && u.HeapLive == prev.HeapLive {
+			same++
+		} else {
+			same = 0
+		}
+		prev = u
+	}
+	return prev
 }

@@ -3,6 +3,7 @@
 #   make example NAME=<plugin>   serve that plugin's example (envoy/examples/<plugin>.yaml)
 #   make test   every test: unit (-race), moe-host conformance, end-to-end, sanitizer run
 #   make bench  Go benchmarks (ratios against a baseline measured in the same run)
+#   make soak   the soak test for SOAK_DURATION (default 10m), samples in out/soak/soak.csv
 SHELL := /bin/bash
 GO ?= go
 OUT := out
@@ -14,7 +15,7 @@ export CGO_ENABLED := 1
 GO_SOURCES := $(shell find . -name '*.go' -not -name '*_test.go' -not -path './out/*') go.mod go.sum
 HOST_SOURCES := $(wildcard cgo/host/*.cc cgo/host/*.h cgo/host/testing/*.cc cgo/host/Makefile)
 
-.PHONY: all deps build run example test test-asan test-istiod bench image clean
+.PHONY: all deps build run example test test-asan test-istiod bench soak image clean
 
 all: build
 
@@ -87,6 +88,14 @@ test-asan: $(OUT)/moe-host-asan $(OUT)/moectl $(OUT)/libconformance.so
 
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime=500ms ./shared/... ./plugins/...
+
+# The soak test of plugins/all (soak_e2e_test.go; 10 s of it runs in `make test`) for
+# SOAK_DURATION: the demo chain under the chaos suite's mix, what moe-host uses sampled every
+# round into out/soak/soak.csv; RSS must stay flat and the host return to its idle baseline.
+SOAK_DURATION ?= 10m
+soak: build $(OUT)/libmoe-e2e.so
+	MOE_REQUIRE_HOST=1 MOE_HOST_LOOPBACK_ONLY=1 MOE_SOAK_DURATION=$(SOAK_DURATION) MOE_SOAK_OUT=$(abspath $(OUT)/soak) \
+	  $(GO) test -count=1 -timeout 3h -run '^TestSoak$$' -v ./plugins/all/
 
 # Needs a Docker engine (not available on this project's CI machines; see build/README.md).
 # Versions and tags come from build/versions.env.

@@ -26,10 +26,10 @@ import (
 
 	"golang.org/x/time/rate"
 
-	"github.com/moeproxy/moe/plugins/internal/redisclient/redistest"
 	"github.com/moeproxy/moe/shared/metrics"
 	"github.com/moeproxy/moe/shared/testing/echo"
 	"github.com/moeproxy/moe/shared/testing/hosttest"
+	"github.com/moeproxy/moe/shared/testing/redistest"
 )
 
 // The chaos suite: thousands of requests through the demo chain (chaosBootstrap) while clients

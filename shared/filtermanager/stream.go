@@ -96,8 +96,37 @@ type stream struct {
 	addrs    struct{ remote, local string } // read once (info.go)
 	start    time.Time
 
-	slots   []slot
-	slotBuf [4]slot
+	slots []slot // in the same allocation as the stream (streamWith) up to 16
+}
+
+// streamWith is a stream allocated together with room for its plugins'
+// slots, so that a request of a chain of up to 16 plugins costs one
+// allocation.
+type streamWith[A any] struct {
+	stream
+	room A
+}
+
+// allocStream returns a new stream and room for capacity slots.
+func allocStream(capacity int) (*stream, []slot) {
+	switch {
+	case capacity <= 1:
+		b := new(streamWith[[1]slot])
+		return &b.stream, b.room[:0]
+	case capacity <= 2:
+		b := new(streamWith[[2]slot])
+		return &b.stream, b.room[:0]
+	case capacity <= 4:
+		b := new(streamWith[[4]slot])
+		return &b.stream, b.room[:0]
+	case capacity <= 8:
+		b := new(streamWith[[8]slot])
+		return &b.stream, b.room[:0]
+	case capacity <= 16:
+		b := new(streamWith[[16]slot])
+		return &b.stream, b.room[:0]
+	}
+	return new(stream), make([]slot, 0, capacity)
 }
 
 type routeCache struct {
@@ -120,7 +149,12 @@ func Factory(cfg any, cb envoy.FilterCallbackHandler) envoy.StreamFilter {
 
 func newStream(c *Chain, cb envoy.FilterCallbackHandler) *stream {
 	metrics.Activity() // the runtime gauges are sampled while requests flow
-	s := &stream{cb: cb, start: time.Now()}
+	// Slots are reserved for the longest consumer chain too, so switching to
+	// one never moves them (plugins hold *slot as their context).
+	n := len(c.plugins)
+	s, room := allocStream(n + c.extraSlots)
+	s.slots = room[:n]
+	s.cb, s.start = cb, time.Now()
 	s.ch.Store(c)
 	s.dec.decode = true
 	s.dec.headers = headerMap{s: s, kind: reqHeaders}
@@ -129,14 +163,6 @@ func newStream(c *Chain, cb envoy.FilterCallbackHandler) *stream {
 	s.enc.headers = headerMap{s: s, kind: respHeaders}
 	s.enc.trailers = headerMap{s: s, kind: respTrailers}
 	s.enc.body = bodyBuf{s: s, kind: respBody}
-	// Slots are reserved for the longest consumer chain too, so switching to
-	// one never moves them (plugins hold *slot as their context).
-	n := len(c.plugins)
-	if capacity := n + c.extraSlots; capacity <= len(s.slotBuf) {
-		s.slots = s.slotBuf[:n]
-	} else {
-		s.slots = make([]slot, n, capacity)
-	}
 	for i := range s.slots {
 		s.slots[i].s = s
 		s.slots[i].p = c.plugins[i]

@@ -7,6 +7,7 @@ import (
 
 	sconfig "github.com/alibaba/sentinel-golang/core/config"
 	"github.com/alibaba/sentinel-golang/logging"
+	"github.com/alibaba/sentinel-golang/util"
 )
 
 func TestSentinelIsInitializedToWriteNothingToDisk(t *testing.T) {
@@ -24,6 +25,9 @@ func TestSentinelIsInitializedToWriteNothingToDisk(t *testing.T) {
 	}
 	if a := sconfig.MetricExportHTTPAddr(); a != "" {
 		t.Errorf("metric exporter listens on %q", a)
+	}
+	if c, ok := util.CurrentClock().(*monotonicClock); !ok {
+		t.Errorf("sentinel's clock is %T, not the monotonic clock", c)
 	}
 }
 

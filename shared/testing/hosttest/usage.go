@@ -6,10 +6,10 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"testing"
 	"time"
 
 	"github.com/moeproxy/moe/shared/metrics"
+	"github.com/moeproxy/moe/shared/testing/tb"
 )
 
 // Usage is what a running host uses: from /proc/<pid> (the whole process, C++ and Go) and from
@@ -34,7 +34,7 @@ func mib(b int64) float64 { return float64(b) / (1 << 20) }
 
 // Usage samples the host's usage now. The runtime gauges are as the sampler last saw them
 // (at rest: the settled idle values).
-func (h *Host) Usage(t testing.TB) Usage {
+func (h *Host) Usage(t tb.TB) Usage {
 	t.Helper()
 	u, err := ProcUsage(h.Pid())
 	if err != nil {
@@ -90,7 +90,7 @@ func ProcUsage(pid int) (Usage, error) {
 // values, shared/metrics/runtime.go) and returns the usage then. every is the host's sample
 // interval (metrics.RuntimeSampleIntervalEnv); the gauges must agree on five looks two
 // intervals apart within limit, or the test fails.
-func (h *Host) SettledUsage(t testing.TB, every, limit time.Duration) Usage {
+func (h *Host) SettledUsage(t tb.TB, every, limit time.Duration) Usage {
 	t.Helper()
 	deadline := time.Now().Add(limit)
 	prev := h.Usage(t)

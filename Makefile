@@ -5,7 +5,7 @@
 #   make test   every test: unit (-race), moe-host conformance, end-to-end, sanitizer run
 #   make bench  end-to-end benchmark through moe-host (out/bench/report.md), then the Go benchmarks
 #               (BENCH_QUICK=1: a quick pass; BENCH_ARGS: more cmd/moebench flags)
-#   make soak   the soak test for SOAK_DURATION (default 10m), samples in out/soak/soak.csv
+#   make soak   the soak test for SOAK_DURATION (default 10m): out/soak/soak.csv and soak.png
 SHELL := /bin/bash
 GO ?= go
 OUT := out
@@ -114,7 +114,7 @@ bench-go: build
 
 # The soak test of plugins/all (soak_e2e_test.go; 10 s of it runs in `make test`) for
 # SOAK_DURATION: the demo chain under the chaos suite's mix, what moe-host uses sampled every
-# round into out/soak/soak.csv; RSS must stay flat and the host return to its idle baseline.
+# round into out/soak/soak.csv and plotted in out/soak/soak.png; RSS must stay flat and the host return to its idle baseline.
 SOAK_DURATION ?= 10m
 soak: build $(OUT)/libmoe-e2e.so
 	MOE_REQUIRE_HOST=1 MOE_HOST_LOOPBACK_ONLY=1 MOE_SOAK_DURATION=$(SOAK_DURATION) MOE_SOAK_OUT=$(abspath $(OUT)/soak) \

@@ -7,6 +7,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+
+	"github.com/moeproxy/moe/shared/testing/hosttest"
 )
 
 // The soak: the chaos suite's mix of requests (chaosKinds, with Redis and the authorization
@@ -18,7 +27,7 @@ import (
 // In `make test` it runs soakDefault (well under a minute with the setup and the two rests).
 // The long soak, `make soak`, is the same test with MOE_SOAK_DURATION=10m and MOE_SOAK_OUT=out/soak,
 // which keeps the samples in out/soak/soak.csv (seconds, requests, rss_bytes, fds, threads,
-// goroutines, heap_bytes, heap_live_bytes, go_sys_bytes). MOE_SOAK_DURATION accepts 1s..2h.
+// goroutines, heap_bytes, heap_live_bytes, go_sys_bytes) and plots them in out/soak/soak.png. MOE_SOAK_DURATION accepts 1s..2h.
 const (
 	soakDefault = 8 * time.Second
 	soakRound   = time.Second
@@ -44,13 +53,7 @@ func TestSoak(t *testing.T) {
 	base := r.idle(auth)
 	before := r.counters()
 
-	var csv strings.Builder
-	csv.WriteString("seconds,requests,rss_bytes,fds,threads,goroutines,heap_bytes,heap_live_bytes,go_sys_bytes\n")
-	type sample struct {
-		at  time.Duration
-		rss int64
-	}
-	var samples []sample
+	var samples []soakSample
 	start := time.Now()
 	// A round issues a second's worth of requests at chaosRate and ends with its slowest
 	// request (a stalled upstream is timed out after 1s), so a round takes one to two seconds.
@@ -61,9 +64,7 @@ func TestSoak(t *testing.T) {
 		all.add(r, r.take())
 		u := r.h.Usage(t)
 		at := time.Since(start)
-		samples = append(samples, sample{at, u.RSS})
-		fmt.Fprintf(&csv, "%.1f,%d,%d,%d,%d,%d,%d,%d,%d\n", at.Seconds(), all.n, u.RSS, u.FDs, u.Threads,
-			u.Goroutines, u.HeapBytes, u.HeapLive, u.GoSys)
+		samples = append(samples, soakSample{at: at, requests: all.n - warmN, Usage: u})
 		if len(all.unexplained) > 100 {
 			break // it failed; say so without waiting for the end
 		}
@@ -81,14 +82,16 @@ func TestSoak(t *testing.T) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		f := filepath.Join(dir, "soak.csv")
-		if err := os.WriteFile(f, []byte(csv.String()), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, "soak.csv"), soakCSV(samples), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("samples in %s", f)
+		if err := soakPlot(samples, filepath.Join(dir, "soak.png")); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("samples in %s/soak.csv, plotted in %s/soak.png", dir, dir)
 	}
 	all.check(t, seed)
-	if len(samples) < min(maxRounds, 3) {
+	if len(samples) < max(1, maxRounds/3) { // a round takes one to two seconds
 		t.Errorf("only %d rounds ran in %v", len(samples), elapsed)
 	}
 
@@ -100,10 +103,10 @@ func TestSoak(t *testing.T) {
 		mid := len(samples) / 2
 		var early, late int64
 		for _, s := range samples[warm:mid] {
-			early = max(early, s.rss)
+			early = max(early, s.RSS)
 		}
 		for _, s := range samples[mid:] {
-			late = max(late, s.rss)
+			late = max(late, s.RSS)
 		}
 		t.Logf("RSS under load: %.1f MiB after the warm-up, %.1f MiB at the end (highest of each half)", mib(early), mib(late))
 		if late > early+early/10+soakRSSSlack {
@@ -112,4 +115,97 @@ func TestSoak(t *testing.T) {
 	}
 	checkStrays(t, before, counters, all.strays-warmStrays)
 	checkAtRest(t, r.h, base, after)
+}
+
+// soakSample is what the host used after a round of the soak.
+type soakSample struct {
+	at       time.Duration // since the soak began
+	requests int           // requests so far
+	hosttest.Usage
+}
+
+func soakCSV(samples []soakSample) []byte {
+	var b strings.Builder
+	b.WriteString("seconds,requests,rss_bytes,fds,threads,goroutines,heap_bytes,heap_live_bytes,go_sys_bytes\n")
+	for _, s := range samples {
+		fmt.Fprintf(&b, "%.1f,%d,%d,%d,%d,%d,%d,%d,%d\n", s.at.Seconds(), s.requests, s.RSS, s.FDs, s.Threads,
+			s.Goroutines, s.HeapBytes, s.HeapLive, s.GoSys)
+	}
+	return []byte(b.String())
+}
+
+// soakPlot draws the samples over time into a PNG: memory (RSS, Go heap, live heap, Go sys) in
+// MiB above, goroutines, open fds and threads below.
+func soakPlot(samples []soakSample, path string) error {
+	line := func(p *plot.Plot, i int, label string, y func(soakSample) float64) error {
+		xys := make(plotter.XYs, len(samples))
+		for j, s := range samples {
+			xys[j] = plotter.XY{X: s.at.Seconds(), Y: y(s)}
+		}
+		l, err := plotter.NewLine(xys)
+		if err != nil {
+			return err
+		}
+		l.Color = plotutil.Color(i)
+		l.Width = vg.Points(1.2)
+		p.Add(l)
+		p.Legend.Add(label, l)
+		return nil
+	}
+	if len(samples) == 0 {
+		return nil
+	}
+	mem, counts := plot.New(), plot.New()
+	last := samples[len(samples)-1]
+	mem.Title.Text = fmt.Sprintf("moe-host under the soak: %d requests in %.0f s", last.requests, last.at.Seconds())
+	mem.Y.Label.Text, counts.Y.Label.Text = "MiB", "count"
+	counts.X.Label.Text = "seconds"
+	for _, p := range []*plot.Plot{mem, counts} {
+		p.Y.Min = 0
+		p.Legend.Top, p.Legend.Left = true, true
+	}
+	for i, s := range []struct {
+		label string
+		y     func(soakSample) float64
+	}{
+		{"RSS", func(s soakSample) float64 { return mib(s.RSS) }},
+		{"Go heap", func(s soakSample) float64 { return mib(s.HeapBytes) }},
+		{"Go live heap", func(s soakSample) float64 { return mib(s.HeapLive) }},
+		{"Go sys", func(s soakSample) float64 { return mib(s.GoSys) }},
+	} {
+		if err := line(mem, i, s.label, s.y); err != nil {
+			return err
+		}
+	}
+	for i, s := range []struct {
+		label string
+		y     func(soakSample) float64
+	}{
+		{"goroutines", func(s soakSample) float64 { return float64(s.Goroutines) }},
+		{"open fds", func(s soakSample) float64 { return float64(s.FDs) }},
+		{"threads", func(s soakSample) float64 { return float64(s.Threads) }},
+	} {
+		if err := line(counts, i, s.label, s.y); err != nil {
+			return err
+		}
+	}
+	for _, p := range []*plot.Plot{mem, counts} {
+		p.Y.Max *= 1.3 // room for the legend above the lines
+		p.X.Min = 0
+	}
+	img := vgimg.New(vg.Points(720), vg.Points(540))
+	dc := draw.New(img)
+	plots := [][]*plot.Plot{{mem}, {counts}}
+	canvases := plot.Align(plots, draw.Tiles{Rows: 2, Cols: 1, PadY: vg.Points(8)}, dc)
+	mem.Draw(canvases[0][0])
+	counts.Draw(canvases[1][0])
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

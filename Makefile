@@ -93,10 +93,13 @@ test: build $(TEST_BINS)
 test-istiod: $(OUT)/moectl
 	cd istio/istiodcheck && MOECTL=$(abspath $(OUT)/moectl) MOE_REQUIRE_HOST=1 $(GO) test -count=1 -timeout 10m ./...
 
-# The moe-host conformance suite again, against the AddressSanitizer/LeakSanitizer build.
-test-asan: $(OUT)/moe-host-asan $(OUT)/moectl $(OUT)/libconformance.so
+# The moe-host conformance suite again, against the AddressSanitizer/LeakSanitizer build, then the
+# chaos suite (half its requests; a sanitizer report in the host's output fails the test).
+test-asan: $(OUT)/moe-host-asan $(OUT)/moectl $(OUT)/libconformance.so $(OUT)/libmoe-e2e.so
 	MOE_REQUIRE_HOST=1 MOE_HOST_LOOPBACK_ONLY=1 MOE_HOST_BIN=$(abspath $(OUT)/moe-host-asan) \
 	  $(GO) test -count=1 -timeout 10m ./cgo/host/conformance/
+	MOE_REQUIRE_HOST=1 MOE_HOST_LOOPBACK_ONLY=1 MOE_HOST_BIN=$(abspath $(OUT)/moe-host-asan) MOE_CHAOS_REQUESTS=1500 \
+	  $(GO) test -count=1 -timeout 10m -run '^TestChaosUnderLoad$$' ./plugins/all/
 
 # The end-to-end benchmark (cmd/moebench/README.md): B0..B6 through moe-host, instructions per
 # request under callgrind, wrk load, crossings; writes out/bench/report.md, results.json,

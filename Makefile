@@ -5,6 +5,7 @@
 #   make test   every test: unit (-race), moe-host conformance, end-to-end, sanitizer run
 #   make bench  end-to-end benchmark through moe-host (out/bench/report.md), then the Go benchmarks
 #               (BENCH_QUICK=1: a quick pass; BENCH_ARGS: more cmd/moebench flags)
+#   make soak   the soak test for SOAK_DURATION (default 10m): out/soak/soak.csv and soak.png
 SHELL := /bin/bash
 GO ?= go
 OUT := out
@@ -16,7 +17,7 @@ export CGO_ENABLED := 1
 GO_SOURCES := $(shell find . -name '*.go' -not -name '*_test.go' -not -path './out/*') go.mod go.sum
 HOST_SOURCES := $(wildcard cgo/host/*.cc cgo/host/*.h cgo/host/testing/*.cc cgo/host/Makefile)
 
-.PHONY: all deps build run example dynamic test test-asan test-istiod bench bench-e2e bench-go image clean
+.PHONY: all deps build run example dynamic test test-asan test-istiod bench bench-e2e bench-go soak image clean
 
 all: build
 
@@ -47,7 +48,8 @@ $(OUT)/echo-upstream: $(GO_SOURCES)
 $(OUT)/moebench: $(GO_SOURCES)
 	$(GO) build -o $@ ./cmd/moebench
 
-# Test-only libraries: the conformance plugins for moe-host and the framework's e2e plugins.
+# Test-only libraries: the conformance plugins for moe-host, and the framework's e2e plugins next
+# to every shipped plugin (the chaos suite runs the demo chain with plugins that misbehave).
 $(OUT)/libconformance.so: $(GO_SOURCES)
 	$(GO) build -buildmode=c-shared -o $@ ./cgo/host/conformance/so
 
@@ -91,10 +93,13 @@ test: build $(TEST_BINS)
 test-istiod: $(OUT)/moectl
 	cd istio/istiodcheck && MOECTL=$(abspath $(OUT)/moectl) MOE_REQUIRE_HOST=1 $(GO) test -count=1 -timeout 10m ./...
 
-# The moe-host conformance suite again, against the AddressSanitizer/LeakSanitizer build.
-test-asan: $(OUT)/moe-host-asan $(OUT)/moectl $(OUT)/libconformance.so
+# The moe-host conformance suite again, against the AddressSanitizer/LeakSanitizer build, then the
+# chaos suite (half its requests; a sanitizer report in the host's output fails the test).
+test-asan: $(OUT)/moe-host-asan $(OUT)/moectl $(OUT)/libconformance.so $(OUT)/libmoe-e2e.so
 	MOE_REQUIRE_HOST=1 MOE_HOST_LOOPBACK_ONLY=1 MOE_HOST_BIN=$(abspath $(OUT)/moe-host-asan) \
 	  $(GO) test -count=1 -timeout 10m ./cgo/host/conformance/
+	MOE_REQUIRE_HOST=1 MOE_HOST_LOOPBACK_ONLY=1 MOE_HOST_BIN=$(abspath $(OUT)/moe-host-asan) MOE_CHAOS_REQUESTS=1500 \
+	  $(GO) test -count=1 -timeout 10m -run '^TestChaosUnderLoad$$' ./plugins/all/
 
 # The end-to-end benchmark (cmd/moebench/README.md): B0..B6 through moe-host, instructions per
 # request under callgrind, wrk load, crossings; writes out/bench/report.md, results.json,
@@ -109,6 +114,14 @@ BENCH_GO_TIME := $(if $(filter 1,$(BENCH_QUICK)),50ms,500ms)
 bench-go: build
 	@mkdir -p $(OUT)/bench
 	set -o pipefail; $(GO) test -run '^$$' -bench . -benchmem -benchtime=$(BENCH_GO_TIME) ./shared/... ./plugins/... | tee $(OUT)/bench/go-bench.txt
+
+# The soak test of plugins/all (soak_e2e_test.go; 10 s of it runs in `make test`) for
+# SOAK_DURATION: the demo chain under the chaos suite's mix, what moe-host uses sampled every
+# round into out/soak/soak.csv and plotted in out/soak/soak.png; RSS must stay flat and the host return to its idle baseline.
+SOAK_DURATION ?= 10m
+soak: build $(OUT)/libmoe-e2e.so
+	MOE_REQUIRE_HOST=1 MOE_HOST_LOOPBACK_ONLY=1 MOE_SOAK_DURATION=$(SOAK_DURATION) MOE_SOAK_OUT=$(abspath $(OUT)/soak) \
+	  $(GO) test -count=1 -timeout 3h -run '^TestSoak$$' -v ./plugins/all/
 
 # Needs a Docker engine (not available on this project's CI machines; see build/README.md).
 # Versions and tags come from build/versions.env.

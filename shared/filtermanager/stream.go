@@ -10,6 +10,7 @@ import (
 	envoy "github.com/envoyproxy/envoy/contrib/golang/common/go/api"
 
 	"github.com/moeproxy/moe/shared/api"
+	"github.com/moeproxy/moe/shared/metrics"
 )
 
 // phaseKind is the kind of a run over the plugins of one direction.
@@ -147,6 +148,7 @@ func Factory(cfg any, cb envoy.FilterCallbackHandler) envoy.StreamFilter {
 }
 
 func newStream(c *Chain, cb envoy.FilterCallbackHandler) *stream {
+	metrics.Activity() // the runtime gauges are sampled while requests flow
 	// Slots are reserved for the longest consumer chain too, so switching to
 	// one never moves them (plugins hold *slot as their context).
 	n := len(c.plugins)

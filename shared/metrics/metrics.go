@@ -188,6 +188,7 @@ func Bind(d Definer) {
 	for _, g := range gauges {
 		bindGauge(g)
 	}
+	Activity() // a config load starts goroutines and allocates: sample the runtime gauges
 }
 
 func bindCounter(c *counter) {

@@ -1,0 +1,129 @@
+package metrics_test
+
+import (
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/moeproxy/moe/shared/metrics"
+	"github.com/moeproxy/moe/shared/testing/fakeenvoy"
+)
+
+const sampleEvery = 10 * time.Millisecond
+
+// waitFor polls cond for up to d (the sampler and the flusher are asynchronous).
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v: %s", d, what)
+		}
+		time.Sleep(sampleEvery / 2)
+	}
+}
+
+func gaugeValue(name string) int64 { return int64(fakeenvoy.Stats.Gauge(name)) }
+
+// waitParked waits until the sampler has parked and stays parked: no sample for 20 intervals.
+func waitParked(t *testing.T) {
+	t.Helper()
+	waitFor(t, 10*time.Second, "the runtime sampler never parked", func() bool {
+		if !metrics.RuntimeParked() {
+			return false
+		}
+		n := metrics.RuntimeSamples()
+		time.Sleep(20 * sampleEvery)
+		return metrics.RuntimeParked() && metrics.RuntimeSamples() == n
+	})
+}
+
+// While requests flow the gauges follow goroutines; after the last one they settle to the idle
+// values and the sampler parks: nothing runs while idle.
+func TestRuntimeGaugesFollowGoroutinesAndSettleWhenIdle(t *testing.T) {
+	defer metrics.SetRuntimeSampleInterval(sampleEvery)()
+	metrics.Activity()
+	waitParked(t)
+	base := gaugeValue(metrics.RuntimeGoroutines)
+	if base <= 0 {
+		t.Fatalf("%s = %d at rest, want the goroutine count", metrics.RuntimeGoroutines, base)
+	}
+	if sys := gaugeValue(metrics.RuntimeSysBytes); sys <= 0 {
+		t.Fatalf("%s = %d", metrics.RuntimeSysBytes, sys)
+	}
+
+	release := make(chan struct{})
+	const extra = 100
+	for range extra {
+		go func() { <-release }()
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() { // "requests" keep flowing
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(sampleEvery / 2):
+				metrics.Activity()
+			}
+		}
+	}()
+	waitFor(t, 5*time.Second, "goroutine gauge never saw the extra goroutines", func() bool {
+		return gaugeValue(metrics.RuntimeGoroutines) >= base+extra
+	})
+	if metrics.RuntimeParked() {
+		t.Errorf("sampler parked while requests flow")
+	}
+	close(stop)
+	<-done
+	close(release) // the load's goroutines end after its last request
+
+	// The trailing samples see them go without any further request.
+	waitFor(t, 5*time.Second, "goroutine gauge did not return to its idle value", func() bool {
+		return gaugeValue(metrics.RuntimeGoroutines) <= base+2
+	})
+	waitParked(t)
+	if g := gaugeValue(metrics.RuntimeGoroutines); g > base+2 {
+		t.Errorf("parked with %s = %d, idle value %d", metrics.RuntimeGoroutines, g, base)
+	}
+}
+
+var retained [][]byte
+
+func TestRuntimeHeapGaugesSeeAllocationAndCollection(t *testing.T) {
+	defer metrics.SetRuntimeSampleInterval(sampleEvery)()
+	runtime.GC()
+	metrics.Activity()
+	waitParked(t)
+	baseLive := gaugeValue(metrics.RuntimeHeapLiveBytes)
+
+	const size = 64 << 20
+	for range 64 {
+		retained = append(retained, make([]byte, size/64))
+	}
+	runtime.GC() // the live heap is what a GC found
+	metrics.Activity()
+	waitFor(t, 5*time.Second, "heap gauges never saw 64 MiB more", func() bool {
+		return gaugeValue(metrics.RuntimeHeapBytes) >= size && gaugeValue(metrics.RuntimeHeapLiveBytes) >= baseLive+size*9/10
+	})
+	retained = nil
+	runtime.GC()
+	metrics.Activity()
+	waitFor(t, 5*time.Second, "live heap gauge did not fall back after the GC", func() bool {
+		return gaugeValue(metrics.RuntimeHeapLiveBytes) < baseLive+size/4
+	})
+	waitParked(t)
+}
+
+// Activity on the request path: one atomic load while the sampler runs.
+func BenchmarkActivity(b *testing.B) {
+	metrics.Activity()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			metrics.Activity()
+		}
+	})
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/moeproxy/moe/shared/metrics"
 	"io"
 	"net/http"
 	"path/filepath"
@@ -50,6 +51,8 @@ func startHost(t tb.TB, c Config, s *services, o hosttest.Options) *hosttest.Hos
 	if c.AccessLog {
 		repl[fileAccessLog] = filepath.Join(t.TempDir(), "access.log")
 	}
+	// Production's batched metric updates, not the unbatched ones of test hosts.
+	o.Env = append(o.Env, metrics.FlushIntervalEnv+"="+metrics.DefaultFlushInterval.String())
 	return hosttest.StartExample(t, c.File, hosttest.ExampleOptions{Replace: repl, Library: c.Library, Host: o})
 }
 

@@ -42,6 +42,9 @@ type Definer interface {
 // right after a request already shows what the request counted.
 const FlushIntervalEnv = "MOE_METRICS_FLUSH_INTERVAL"
 
+// DefaultFlushInterval is the flush interval unless FlushIntervalEnv says otherwise.
+const DefaultFlushInterval = 100 * time.Millisecond
+
 // flushInterval is how long an update may wait before it reaches Envoy
 // (nanoseconds; atomic because tests change it while the flusher reads it).
 var flushInterval atomic.Int64
@@ -60,7 +63,7 @@ func flushIntervalFromEnv() time.Duration {
 	if d, err := time.ParseDuration(os.Getenv(FlushIntervalEnv)); err == nil && d >= 0 {
 		return d
 	}
-	return 100 * time.Millisecond
+	return DefaultFlushInterval
 }
 
 // The metric table is global because Envoy's stat namespace is global to the

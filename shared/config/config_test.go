@@ -92,6 +92,11 @@ func TestDecodeRejectsWithPluginFieldAndReason(t *testing.T) {
 		{"bad duration in a nested struct", `{"rules": [{"key": "a", "limit": 1, "every": "often"}]}`, "rules[0].every", "invalid duration"},
 		{"validation", `{"rules": [{"key": "a", "limit": 0}]}`, "rules[0].limit", "must be > 0"},
 		{"malformed", `{`, "", "malformed JSON"},
+		// Found by fuzzing (plugins/auth/basicauth testdata/fuzz/FuzzConfig/empty-field-name):
+		// an empty or odd key is quoted, so the message still names it.
+		{"empty unknown field", `{"": 1}`, `""`, "unknown field"},
+		{"unknown field with a newline", `{"a\nb": 1}`, `"a\nb"`, "unknown field"},
+		{"odd map key", `{"labels": {"a b": 1}}`, `labels."a b"`, "expected a string"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

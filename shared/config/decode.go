@@ -118,6 +118,23 @@ func DecodeStrict(raw []byte, dst any) error {
 	return nil
 }
 
+// keyName is an object key as it appears in a field path: as is when it is
+// a plain name, quoted when it is empty or holds anything else (so that ""
+// still names a field, and a key with a newline or a '.' cannot make the
+// message say something else).
+func keyName(k string) string {
+	if k == "" {
+		return `""`
+	}
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if !(c == '_' || c == '-' || c == '/' || c == ':' || ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z') || ('0' <= c && c <= '9')) {
+			return strconv.Quote(k)
+		}
+	}
+	return k
+}
+
 var unmarshalerType = reflect.TypeOf((*json.Unmarshaler)(nil)).Elem()
 
 func kindName(v any) string {
@@ -179,7 +196,7 @@ func check(v any, t reflect.Type, path string) error {
 					names = append(names, n)
 				}
 				sort.Strings(names)
-				return &api.FieldError{Field: joinPath(path, k), Reason: fmt.Sprintf("unknown field (known: %s)", strings.Join(names, ", "))}
+				return &api.FieldError{Field: joinPath(path, keyName(k)), Reason: fmt.Sprintf("unknown field (known: %s)", strings.Join(names, ", "))}
 			}
 			if err := check(obj[k], ft, joinPath(path, k)); err != nil {
 				return err
@@ -191,7 +208,7 @@ func check(v any, t reflect.Type, path string) error {
 			return mismatch(path, "an object", v)
 		}
 		for k, e := range obj {
-			if err := check(e, t.Elem(), joinPath(path, k)); err != nil {
+			if err := check(e, t.Elem(), joinPath(path, keyName(k))); err != nil {
 				return err
 			}
 		}

@@ -97,6 +97,10 @@ func TestDecodeRejectsWithPluginFieldAndReason(t *testing.T) {
 		{"empty unknown field", `{"": 1}`, `""`, "unknown field"},
 		{"unknown field with a newline", `{"a\nb": 1}`, `"a\nb"`, "unknown field"},
 		{"odd map key", `{"labels": {"a b": 1}}`, `labels."a b"`, "expected a string"},
+		// Found by fuzzing (plugins/all testdata/fuzz/FuzzCheckChain/duplicate-key): the shape
+		// check saw the last of two values, the decode both.
+		{"key given twice", `{"timeout": "", "timeout": "1s"}`, "timeout", "given twice"},
+		{"nested key given twice", `{"rules": [{"key": "a", "limit": 1}, {"key": "b", "key": "c"}]}`, "rules[1].key", "given twice"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -95,6 +95,11 @@ func DecodeStrict(raw []byte, dst any) error {
 	if err := d.Decode(&generic); err != nil {
 		return &api.FieldError{Reason: "malformed JSON: " + err.Error()}
 	}
+	// A key given twice would be seen once by the shape check (the last
+	// value) and twice by the decode below: refuse it, naming it.
+	if field, dup := duplicateKey(raw); dup {
+		return &api.FieldError{Field: field, Reason: "given twice"}
+	}
 	// The shape check first, because it names unknown fields and type mismatches
 	// with their full path (encoding/json does neither precisely).
 	if err := check(generic, reflect.TypeOf(dst), ""); err != nil {
@@ -133,6 +138,51 @@ func keyName(k string) string {
 		}
 	}
 	return k
+}
+
+// duplicateKey returns the path of the first object key that raw (valid
+// JSON) gives twice in one object.
+func duplicateKey(raw []byte) (string, bool) {
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	field, err := dupWalk(d, "")
+	return field, err == nil && field != ""
+}
+
+// dupWalk reads one value; for an object or a list it walks the elements.
+func dupWalk(d *json.Decoder, path string) (string, error) {
+	tok, err := d.Token()
+	if err != nil {
+		return "", err
+	}
+	switch tok {
+	case json.Delim('{'):
+		seen := map[string]bool{}
+		for d.More() {
+			kt, err := d.Token()
+			if err != nil {
+				return "", err
+			}
+			k, _ := kt.(string)
+			at := joinPath(path, keyName(k))
+			if seen[k] {
+				return at, nil
+			}
+			seen[k] = true
+			if field, err := dupWalk(d, at); field != "" || err != nil {
+				return field, err
+			}
+		}
+		_, err = d.Token()
+	case json.Delim('['):
+		for i := 0; d.More(); i++ {
+			if field, err := dupWalk(d, path+"["+strconv.Itoa(i)+"]"); field != "" || err != nil {
+				return field, err
+			}
+		}
+		_, err = d.Token()
+	}
+	return "", err
 }
 
 var unmarshalerType = reflect.TypeOf((*json.Unmarshaler)(nil)).Elem()

@@ -120,7 +120,7 @@ func CheckConfigError(t *testing.T, plugin string, raw []byte, err error) {
 	if ce.Field == "" && !wholeConfigError(raw, ce) {
 		t.Fatalf("config %q: error names no field: %v", raw, err)
 	}
-	if s := leakedSecret(raw, err.Error()); s != "" {
+	if s := leakedSecret(plugin, raw, err.Error()); s != "" {
 		t.Fatalf("config %q: error repeats the secret %q: %v", raw, s, err)
 	}
 }
@@ -151,8 +151,10 @@ var secretKeys = map[string]bool{
 }
 
 // leakedSecret returns a credential of the config (at least 8 bytes, found
-// nowhere else in it) that the message repeats, or "".
-func leakedSecret(raw []byte, msg string) string {
+// nowhere else in it) that the message repeats, or "". Credentials are the
+// values of secretKeys and key-auth's keys (in its config, or in a chain
+// consumer's auth.key-auth).
+func leakedSecret(plugin string, raw []byte, msg string) string {
 	var v any
 	d := json.NewDecoder(bytes.NewReader(raw))
 	d.UseNumber()
@@ -160,17 +162,17 @@ func leakedSecret(raw []byte, msg string) string {
 		return ""
 	}
 	var secrets, others []string
-	var visit func(v any, key string, inKeys bool)
-	visit = func(v any, key string, inKeys bool) {
+	var visit func(v any, key string, inKeys, keyAuth bool)
+	visit = func(v any, key string, inKeys, keyAuth bool) {
 		switch x := v.(type) {
 		case map[string]any:
 			for k, e := range x {
 				others = append(others, k)
-				visit(e, k, false)
+				visit(e, k, false, keyAuth || k == "key-auth")
 			}
 		case []any:
 			for _, e := range x {
-				visit(e, key, key == "keys")
+				visit(e, key, keyAuth && key == "keys", keyAuth)
 			}
 		case string:
 			if secretKeys[key] || inKeys {
@@ -182,7 +184,7 @@ func leakedSecret(raw []byte, msg string) string {
 			others = append(others, string(x))
 		}
 	}
-	visit(v, "", false)
+	visit(v, "", false, plugin == "key-auth")
 	for _, s := range secrets {
 		if len(s) < 8 || !strings.Contains(msg, s) {
 			continue

@@ -257,8 +257,14 @@ func check(v any, t reflect.Type, path string) error {
 		if !ok {
 			return mismatch(path, "an object", v)
 		}
-		for k, e := range obj {
-			if err := check(e, t.Elem(), joinPath(path, keyName(k))); err != nil {
+		// In key order, so that the same config always fails on the same key.
+		keys := make([]string, 0, len(obj))
+		for k := range obj {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			if err := check(obj[k], t.Elem(), joinPath(path, keyName(k))); err != nil {
 				return err
 			}
 		}

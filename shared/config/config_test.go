@@ -89,6 +89,9 @@ func TestDecodeRejectsWithPluginFieldAndReason(t *testing.T) {
 		{"bool for string map value", `{"labels": {"a": true}}`, "labels.a", "expected a string"},
 		{"bad duration", `{"timeout": "soon"}`, "timeout", `invalid duration "soon"`},
 		{"bad duration in a list", `{"delays": ["1s", 3, "x"]}`, "delays[2]", `invalid duration "x"`},
+		// Found by fuzzing (plugins/auth/hmacauth testdata/fuzz/FuzzConfig/duration-echo): the
+		// whole value was echoed, a credential inside it too.
+		{"object for a duration", `{"timeout": {"secret": "s3cr3t-value"}}`, "timeout", "invalid duration: an object"},
 		{"bad duration in a nested struct", `{"rules": [{"key": "a", "limit": 1, "every": "often"}]}`, "rules[0].every", "invalid duration"},
 		{"validation", `{"rules": [{"key": "a", "limit": 0}]}`, "rules[0].limit", "must be > 0"},
 		{"malformed", `{`, "", "malformed JSON"},

@@ -752,6 +752,9 @@ void ServerConnection::closeNow() { closeConnection(true); }
 void ServerConnection::sendErrorAndClose(int status) {
   stats().counter("moe_host.codec." + std::to_string(status)).inc();
   MOE_LOG(Debug, "http1", "[C%lu] protocol error, responding %d", static_cast<unsigned long>(info_.id), status);
+  // The answer to a HEAD request has no body, this one included (Envoy's encoder knows the
+  // request was HEAD once its headers were parsed: is_response_to_head_request_).
+  const bool head = stream_ && stream_->head_;
   if (stream_) {
     if (stream_->response_started_) {
       closeConnection(true);
@@ -773,7 +776,7 @@ void ServerConnection::sendErrorAndClose(int status) {
   appendHeaderLine(out, "server", "envoy");
   appendHeaderLine(out, "connection", "close");
   out.append("\r\n");
-  out.append(body);
+  if (!head) out.append(body);
   write(out);
   closeAfterFlush();
 }

@@ -856,7 +856,10 @@ struct ClientParserCallbacks {
       // 100-continue and other informational responses are swallowed (Envoy forwards 100 only
       // with proxy_100_continue); the real response follows on the same connection.
       s->skipping_1xx_ = true;
-      return 0;
+      // An informational response has no body (RFC 9110 15.2); tell http_parser so, as Envoy's
+      // codec does (NoBody), instead of collecting "body" bytes that would reach the router
+      // before the real response's headers.
+      return 1;
     }
     auto out = std::make_unique<HeaderMap>();
     out->addCopy(":status", std::to_string(status));

@@ -24,9 +24,13 @@ using moe::fuzz::describe;
 
 namespace {
 
+// FUZZ_TRACE=1 prints the parser's callbacks (to read a failing input).
+const bool kTrace = getenv("FUZZ_TRACE") != nullptr;
+
 class Callbacks : public ResponseParserCallbacks {
 public:
   void onResponseHeaders(HeaderMapPtr h, bool end_stream) override {
+    if (kTrace) fprintf(stderr, "headers %s end=%d\n", describe(h->entries().empty() ? "" : h->entries()[0].second).c_str(), end_stream);
     FUZZ_CHECK(!headers_ && !ended_, "headers twice");
     headers_ = true;
     const auto& e = h->entries();
@@ -49,12 +53,14 @@ public:
     if (end_stream) end();
   }
   void onResponseData(Buffer& data, bool end_stream) override {
+    if (kTrace) fprintf(stderr, "data %s end=%d\n", describe(data.view()).c_str(), end_stream);
     FUZZ_CHECK(headers_ && !ended_, "data out of order");
     body_ += data.length();
     data.drainAll();
     if (end_stream) end();
   }
   void onResponseTrailers(HeaderMapPtr t) override {
+    if (kTrace) fprintf(stderr, "trailers\n");
     FUZZ_CHECK(headers_ && !ended_, "trailers out of order");
     for (auto& [k, v] : t->entries()) fuzz::checkEntry(k, v, false);
     end();
@@ -104,6 +110,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   while (off < in.size() && responses < 64) {
     fed = std::min(in.size(), off + piece) - off;
     size_t n = p.dispatch(in.data() + off, fed);
+    if (kTrace) fprintf(stderr, "dispatch %zu -> %zu complete=%d error=%d\n", fed, n, p.complete(), p.error());
     FUZZ_CHECK(n <= fed, "consumed more than given");
     off += n;
     if (p.error()) break;  // the pool closes the connection
@@ -112,6 +119,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       responses++;
       if (!p.keepAlive()) break;  // the pool closes the connection; the rest is discarded
       head = (flags & 2) != 0;
+      if (kTrace) fprintf(stderr, "reset head=%d\n", head);
       p.reset(head);
       cb.start(head);
       continue;

@@ -874,7 +874,11 @@ struct ClientParserCallbacks {
                          (!(p->flags & F_CHUNKED) && p->content_length == 0);
     if (no_body) {
       s->pending_headers_ = std::move(out);
-      return s->head_request_ ? 1 : 0;  // 1: tell http_parser there is no body (HEAD)
+      // 1: tell http_parser there is no body. Not only for HEAD: a 1xx/204/304 that still says
+      // Content-Length or chunked would otherwise have its "body" collected and delivered as
+      // data before these (pending) headers. Envoy's codec answers NoBody the same way
+      // (codec_impl.cc, ClientConnectionImpl::onHeadersCompleteBase, cannotHaveBody()).
+      return 1;
     }
     s->cb_.onResponseHeaders(std::move(out), false);
     return 0;

@@ -155,7 +155,17 @@ func wholeConfigError(raw []byte, ce *config.Error) bool {
 // secretKeys are the config fields whose values are credentials.
 var secretKeys = map[string]bool{
 	"password": true, "password_hash": true, "secret": true, "secret_base64": true,
-	"token": true, "pem": true, "k": true, "d": true, "p": true, "q": true,
+	"token": true, "pem": true,
+}
+
+// jwkSecretKeys are the members of a JSON Web Key that hold key material
+// (RFC 7517 6.2.2 "k" of a symmetric key, RFC 7518 6.3.2 the RSA private
+// members, 6.2.2 "d" of an EC key). They are secrets only inside a JWK (the
+// value of a "jwk" field): elsewhere one-letter names are the user's own, e.g.
+// access-log's json field names, whose values are templates that an error
+// rightly quotes.
+var jwkSecretKeys = map[string]bool{
+	"k": true, "d": true, "p": true, "q": true, "dp": true, "dq": true, "qi": true,
 }
 
 // leakedSecret returns a credential of the config (at least 8 bytes, found
@@ -170,20 +180,21 @@ func leakedSecret(plugin string, raw []byte, msg string) string {
 		return ""
 	}
 	var secrets, others []string
-	var visit func(v any, key string, inKeys, keyAuth bool)
-	visit = func(v any, key string, inKeys, keyAuth bool) {
+	// inJWK: v is a member of the object given as a "jwk".
+	var visit func(v any, key string, inKeys, keyAuth, inJWK bool)
+	visit = func(v any, key string, inKeys, keyAuth, inJWK bool) {
 		switch x := v.(type) {
 		case map[string]any:
 			for k, e := range x {
 				others = append(others, k)
-				visit(e, k, false, keyAuth || k == "key-auth")
+				visit(e, k, false, keyAuth || k == "key-auth", key == "jwk")
 			}
 		case []any:
 			for _, e := range x {
-				visit(e, key, keyAuth && key == "keys", keyAuth)
+				visit(e, key, keyAuth && key == "keys", keyAuth, false)
 			}
 		case string:
-			if secretKeys[key] || inKeys {
+			if secretKeys[key] || (inJWK && jwkSecretKeys[key]) || inKeys {
 				secrets = append(secrets, x)
 			} else {
 				others = append(others, x)
@@ -192,7 +203,7 @@ func leakedSecret(plugin string, raw []byte, msg string) string {
 			others = append(others, string(x))
 		}
 	}
-	visit(v, "", false, plugin == "key-auth")
+	visit(v, "", false, plugin == "key-auth", false)
 	for _, s := range secrets {
 		if len(s) < 8 || !strings.Contains(msg, s) {
 			continue

@@ -112,6 +112,21 @@ const char* reasonPhrase(int status) {
   return (s == nullptr || strcmp(s, "<unknown>") == 0) ? "Unknown" : s;
 }
 
+// http_parser 2.9.4 marks a message as using Transfer-Encoding (uses_transfer_encoding) as soon
+// as a header name *begins* with "transfer-encoding": "Transfer-Encodingt: x" then fails a
+// request (HPE_INVALID_TRANSFER_ENCODING, answered 501; HPE_UNEXPECTED_CONTENT_LENGTH next to a
+// Content-Length, 400) and fails a response that has a Content-Length. Envoy's codec (balsa)
+// matches the whole name, so such a header is an ordinary one. Called with each value of the
+// header section, when its name is complete: the flag stays only once a header named exactly
+// transfer-encoding was seen in this message (seen: reset at each message).
+void matchTransferEncodingName(http_parser& p, std::string_view field, bool& seen) {
+  if (iequals(field, "transfer-encoding")) {
+    seen = true;
+  } else if (!seen) {
+    p.uses_transfer_encoding = 0;
+  }
+}
+
 bool validHeaderValue(std::string_view v) {
   for (char c : v) {
     if (c == '\0' || c == '\r' || c == '\n') return false;
@@ -507,6 +522,7 @@ int ServerConnection::onMessageBegin() {
   processing_trailers_ = false;
   header_count_ = 0;
   error_status_ = 0;
+  transfer_encoding_seen_ = false;
   return 0;
 }
 
@@ -534,6 +550,7 @@ int ServerConnection::onHeaderField(const char* at, size_t len) {
 int ServerConnection::onHeaderValue(const char* at, size_t len) {
   last_was_value_ = true;
   value_.append(at, len);
+  if (!processing_trailers_) matchTransferEncodingName(parser_, field_, transfer_encoding_seen_);
   if (headers_->byteSize() + field_.size() + value_.size() > max_headers_bytes_) return failRequest(431);
   return 0;
 }
@@ -834,6 +851,7 @@ struct ClientParserCallbacks {
     s->value_.clear();
     s->last_was_value_ = false;
     s->trailers_ = false;
+    s->transfer_encoding_seen_ = false;
     return 0;
   }
   static int onHeaderField(http_parser* p, const char* at, size_t n) {
@@ -846,6 +864,7 @@ struct ClientParserCallbacks {
     auto* s = self(p);
     s->last_was_value_ = true;
     s->value_.append(at, n);
+    if (!s->trailers_) matchTransferEncodingName(*p, s->field_, s->transfer_encoding_seen_);
     return 0;
   }
   static int onHeadersComplete(http_parser* p) {
@@ -932,7 +951,7 @@ void ResponseParser::reset(bool head_request) {
   parser_.data = this;
   head_request_ = head_request;
   started_ = headers_done_ = complete_ = error_ = stopped_ = keep_alive_ = false;
-  skipping_1xx_ = trailers_ = last_was_value_ = false;
+  skipping_1xx_ = trailers_ = last_was_value_ = transfer_encoding_seen_ = false;
   field_.clear();
   value_.clear();
   headers_.reset();

@@ -3,6 +3,8 @@
 #   make example NAME=<plugin>   serve that plugin's example (envoy/examples/<plugin>.yaml)
 #   make test   every test: unit (-race), moe-host conformance, end-to-end, sanitizer run
 #   make bench  Go benchmarks (ratios against a baseline measured in the same run)
+#   make fuzz   every fuzz target (Go and libFuzzer) for FUZZTIME each (default 30s; FUZZ=regex
+#               picks targets), CPU time and findings per target (build/fuzz.sh)
 SHELL := /bin/bash
 GO ?= go
 OUT := out
@@ -14,7 +16,7 @@ export CGO_ENABLED := 1
 GO_SOURCES := $(shell find . -name '*.go' -not -name '*_test.go' -not -path './out/*') go.mod go.sum
 HOST_SOURCES := $(wildcard cgo/host/*.cc cgo/host/*.h cgo/host/testing/*.cc cgo/host/Makefile)
 
-.PHONY: all deps build run example test test-asan test-istiod bench image clean
+.PHONY: all deps build run example test test-asan test-istiod test-fuzz fuzz bench image clean
 
 all: build
 
@@ -72,6 +74,7 @@ test: build $(TEST_BINS)
 	MOE_REQUIRE_HOST=1 MOE_HOST_LOOPBACK_ONLY=1 $(GO) test -race -count=1 -timeout 20m ./...
 	$(MAKE) test-istiod
 	$(MAKE) test-asan
+	$(MAKE) test-fuzz
 
 # istiod itself applies the Istio files (istio/istiodcheck, a module of its own so that
 # istio.io/istio's dependencies do not move the main module's); its output goes through
@@ -83,6 +86,19 @@ test-istiod: $(OUT)/moectl
 test-asan: $(OUT)/moe-host-asan $(OUT)/moectl $(OUT)/libconformance.so
 	MOE_REQUIRE_HOST=1 MOE_HOST_LOOPBACK_ONLY=1 MOE_HOST_BIN=$(abspath $(OUT)/moe-host-asan) \
 	  $(GO) test -count=1 -timeout 10m ./cgo/host/conformance/
+
+# The seed corpora of the libFuzzer targets (cgo/host/fuzz/corpus: seeds and fixed findings),
+# each input run once, no fuzzing: seconds. The Go fuzz targets' seeds (f.Add and
+# testdata/fuzz/<Target>/) already run as ordinary tests in `go test ./...`.
+test-fuzz: deps
+	$(MAKE) -s -C cgo/host/fuzz -j2 regress
+
+# Fuzzing itself, bounded: FUZZTIME per target (Go -fuzztime syntax), FUZZ=regex to choose
+# targets, FUZZWORKERS processes per target, FUZZLIST=1 to list them. Working corpora and
+# caches go to out/fuzz/, never into the repository.
+FUZZTIME ?= 30s
+fuzz: deps
+	FUZZTIME=$(FUZZTIME) bash build/fuzz.sh
 
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime=500ms ./shared/... ./plugins/...

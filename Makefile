@@ -6,6 +6,8 @@
 #   make bench  end-to-end benchmark through moe-host (out/bench/report.md), then the Go benchmarks
 #               (BENCH_QUICK=1: a quick pass; BENCH_ARGS: more cmd/moebench flags)
 #   make soak   the soak test for SOAK_DURATION (default 10m): out/soak/soak.csv and soak.png
+#   make fuzz   every fuzz target (Go and libFuzzer) for FUZZTIME each (default 30s; FUZZ=regex
+#               picks targets), CPU time and findings per target (build/fuzz.sh)
 SHELL := /bin/bash
 GO ?= go
 OUT := out
@@ -17,7 +19,7 @@ export CGO_ENABLED := 1
 GO_SOURCES := $(shell find . -name '*.go' -not -name '*_test.go' -not -path './out/*') go.mod go.sum
 HOST_SOURCES := $(wildcard cgo/host/*.cc cgo/host/*.h cgo/host/testing/*.cc cgo/host/Makefile)
 
-.PHONY: all deps build run example dynamic test test-asan test-istiod bench bench-e2e bench-go soak image clean
+.PHONY: all deps build run example dynamic test test-asan test-istiod test-fuzz fuzz bench bench-e2e bench-go soak image clean
 
 all: build
 
@@ -86,6 +88,7 @@ test: build $(TEST_BINS)
 	MOE_REQUIRE_HOST=1 MOE_HOST_LOOPBACK_ONLY=1 $(GO) test -race -count=1 -timeout 20m ./...
 	$(MAKE) test-istiod
 	$(MAKE) test-asan
+	$(MAKE) test-fuzz
 
 # istiod itself applies the Istio files (istio/istiodcheck, a module of its own so that
 # istio.io/istio's dependencies do not move the main module's); its output goes through
@@ -100,6 +103,19 @@ test-asan: $(OUT)/moe-host-asan $(OUT)/moectl $(OUT)/libconformance.so $(OUT)/li
 	  $(GO) test -count=1 -timeout 10m ./cgo/host/conformance/
 	MOE_REQUIRE_HOST=1 MOE_HOST_LOOPBACK_ONLY=1 MOE_HOST_BIN=$(abspath $(OUT)/moe-host-asan) MOE_CHAOS_REQUESTS=1500 \
 	  $(GO) test -count=1 -timeout 10m -run '^TestChaosUnderLoad$$' ./plugins/all/
+
+# The seed corpora of the libFuzzer targets (cgo/host/fuzz/corpus: seeds and fixed findings),
+# each input run once, no fuzzing: seconds. The Go fuzz targets' seeds (f.Add and
+# testdata/fuzz/<Target>/) already run as ordinary tests in `go test ./...`.
+test-fuzz: deps
+	$(MAKE) -s -C cgo/host/fuzz -j2 regress
+
+# Fuzzing itself, bounded: FUZZTIME per target (Go -fuzztime syntax), FUZZ=regex to choose
+# targets, FUZZWORKERS processes per target, FUZZLIST=1 to list them. Working corpora and
+# caches go to out/fuzz/, never into the repository.
+FUZZTIME ?= 30s
+fuzz: deps
+	FUZZTIME=$(FUZZTIME) bash build/fuzz.sh
 
 # The end-to-end benchmark (cmd/moebench/README.md): B0..B6 through moe-host, instructions per
 # request under callgrind, wrk load, crossings; writes out/bench/report.md, results.json,

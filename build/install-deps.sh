@@ -9,6 +9,7 @@ packages=(
   libhttp-parser-dev  # moe-host: HTTP/1.1 parsing on both sides
   nlohmann-json3-dev  # moe-host: reads the bootstrap compiled by moectl
   libclang-rt-14-dev  # sanitizer runtimes for the ASan/LSan build of moe-host
+  clang               # libFuzzer targets of moe-host (cgo/host/fuzz): make fuzz, make test-fuzz
   redis-server        # limit-count tests run against a real Redis
   chromium            # cors: a headless browser does a real cross-origin fetch through moe-host
   curl

@@ -361,7 +361,8 @@ Bootstrap parseJson(const std::string& text) {
   json root;
   try {
     root = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
+    // parse_error, and out_of_range for a number that overflows while parsing ("9E901").
     throw std::runtime_error(std::string("compiled bootstrap: invalid JSON: ") + e.what());
   }
   try {
@@ -394,7 +395,8 @@ Resources parseResourcesJson(const std::string& text) {
   json root;
   try {
     root = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
+    // parse_error, and out_of_range for a number that overflows while parsing ("9E901").
     throw std::runtime_error(std::string("compiled resources: invalid JSON: ") + e.what());
   }
   try {

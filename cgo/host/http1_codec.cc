@@ -112,6 +112,21 @@ const char* reasonPhrase(int status) {
   return (s == nullptr || strcmp(s, "<unknown>") == 0) ? "Unknown" : s;
 }
 
+// http_parser 2.9.4 marks a message as using Transfer-Encoding (uses_transfer_encoding) as soon
+// as a header name *begins* with "transfer-encoding": "Transfer-Encodingt: x" then fails a
+// request (HPE_INVALID_TRANSFER_ENCODING, answered 501; HPE_UNEXPECTED_CONTENT_LENGTH next to a
+// Content-Length, 400) and fails a response that has a Content-Length. Envoy's codec (balsa)
+// matches the whole name, so such a header is an ordinary one. Called with each value of the
+// header section, when its name is complete: the flag stays only once a header named exactly
+// transfer-encoding was seen in this message (seen: reset at each message).
+void matchTransferEncodingName(http_parser& p, std::string_view field, bool& seen) {
+  if (iequals(field, "transfer-encoding")) {
+    seen = true;
+  } else if (!seen) {
+    p.uses_transfer_encoding = 0;
+  }
+}
+
 bool validHeaderValue(std::string_view v) {
   for (char c : v) {
     if (c == '\0' || c == '\r' || c == '\n') return false;
@@ -507,6 +522,7 @@ int ServerConnection::onMessageBegin() {
   processing_trailers_ = false;
   header_count_ = 0;
   error_status_ = 0;
+  transfer_encoding_seen_ = false;
   return 0;
 }
 
@@ -534,6 +550,7 @@ int ServerConnection::onHeaderField(const char* at, size_t len) {
 int ServerConnection::onHeaderValue(const char* at, size_t len) {
   last_was_value_ = true;
   value_.append(at, len);
+  if (!processing_trailers_) matchTransferEncodingName(parser_, field_, transfer_encoding_seen_);
   if (headers_->byteSize() + field_.size() + value_.size() > max_headers_bytes_) return failRequest(431);
   return 0;
 }
@@ -752,6 +769,9 @@ void ServerConnection::closeNow() { closeConnection(true); }
 void ServerConnection::sendErrorAndClose(int status) {
   stats().counter("moe_host.codec." + std::to_string(status)).inc();
   MOE_LOG(Debug, "http1", "[C%lu] protocol error, responding %d", static_cast<unsigned long>(info_.id), status);
+  // The answer to a HEAD request has no body, this one included (Envoy's encoder knows the
+  // request was HEAD once its headers were parsed: is_response_to_head_request_).
+  const bool head = stream_ && stream_->head_;
   if (stream_) {
     if (stream_->response_started_) {
       closeConnection(true);
@@ -773,7 +793,7 @@ void ServerConnection::sendErrorAndClose(int status) {
   appendHeaderLine(out, "server", "envoy");
   appendHeaderLine(out, "connection", "close");
   out.append("\r\n");
-  out.append(body);
+  if (!head) out.append(body);
   write(out);
   closeAfterFlush();
 }
@@ -831,6 +851,7 @@ struct ClientParserCallbacks {
     s->value_.clear();
     s->last_was_value_ = false;
     s->trailers_ = false;
+    s->transfer_encoding_seen_ = false;
     return 0;
   }
   static int onHeaderField(http_parser* p, const char* at, size_t n) {
@@ -843,6 +864,7 @@ struct ClientParserCallbacks {
     auto* s = self(p);
     s->last_was_value_ = true;
     s->value_.append(at, n);
+    if (!s->trailers_) matchTransferEncodingName(*p, s->field_, s->transfer_encoding_seen_);
     return 0;
   }
   static int onHeadersComplete(http_parser* p) {
@@ -853,7 +875,10 @@ struct ClientParserCallbacks {
       // 100-continue and other informational responses are swallowed (Envoy forwards 100 only
       // with proxy_100_continue); the real response follows on the same connection.
       s->skipping_1xx_ = true;
-      return 0;
+      // An informational response has no body (RFC 9110 15.2); tell http_parser so, as Envoy's
+      // codec does (NoBody), instead of collecting "body" bytes that would reach the router
+      // before the real response's headers.
+      return 1;
     }
     auto out = std::make_unique<HeaderMap>();
     out->addCopy(":status", std::to_string(status));
@@ -868,7 +893,11 @@ struct ClientParserCallbacks {
                          (!(p->flags & F_CHUNKED) && p->content_length == 0);
     if (no_body) {
       s->pending_headers_ = std::move(out);
-      return s->head_request_ ? 1 : 0;  // 1: tell http_parser there is no body (HEAD)
+      // 1: tell http_parser there is no body. Not only for HEAD: a 1xx/204/304 that still says
+      // Content-Length or chunked would otherwise have its "body" collected and delivered as
+      // data before these (pending) headers. Envoy's codec answers NoBody the same way
+      // (codec_impl.cc, ClientConnectionImpl::onHeadersCompleteBase, cannotHaveBody()).
+      return 1;
     }
     s->cb_.onResponseHeaders(std::move(out), false);
     return 0;
@@ -922,7 +951,7 @@ void ResponseParser::reset(bool head_request) {
   parser_.data = this;
   head_request_ = head_request;
   started_ = headers_done_ = complete_ = error_ = stopped_ = keep_alive_ = false;
-  skipping_1xx_ = trailers_ = last_was_value_ = false;
+  skipping_1xx_ = trailers_ = last_was_value_ = transfer_encoding_seen_ = false;
   field_.clear();
   value_.clear();
   headers_.reset();

@@ -107,6 +107,7 @@ private:
   bool processing_trailers_ = false;
   uint32_t header_count_ = 0;
   int error_status_ = 0;        // set by a parser callback that rejects the request
+  bool transfer_encoding_seen_ = false;  // a header named exactly transfer-encoding (matchTransferEncodingName)
   Buffer body_;                 // body bytes parsed in the current dispatch, not yet delivered
 
   std::unique_ptr<ActiveRequest> stream_;
@@ -164,6 +165,7 @@ private:
   bool started_ = false, headers_done_ = false, complete_ = false, error_ = false;
   bool stopped_ = false, keep_alive_ = false, skipping_1xx_ = false, trailers_ = false;
   bool last_was_value_ = false;
+  bool transfer_encoding_seen_ = false;  // a header named exactly transfer-encoding
   std::string field_, value_;
   HeaderMapPtr headers_;
   HeaderMapPtr pending_headers_;  // bodiless response: delivered with end_stream at completion

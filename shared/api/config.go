@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -96,7 +97,20 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	}
 	var f float64
 	if err := json.Unmarshal(b, &f); err != nil {
-		return fmt.Errorf("invalid duration %s (want a string like \"1s\" or seconds)", b)
+		// Name the kind, not the value: an object or a list may hold anything
+		// (a misplaced credential too), and a whole JSON tree is no message.
+		kind := "a number out of range"
+		switch t := bytes.TrimSpace(b); {
+		case len(t) > 0 && t[0] == '[':
+			kind = "a list"
+		case len(t) > 0 && t[0] == '{':
+			kind = "an object"
+		case len(t) > 0 && (t[0] == 't' || t[0] == 'f'):
+			kind = "a boolean"
+		case len(t) > 0 && t[0] == 'n':
+			kind = "null"
+		}
+		return fmt.Errorf("invalid duration: %s (want a string like \"1s\" or seconds)", kind)
 	}
 	*d = Duration(f * float64(time.Second))
 	return nil

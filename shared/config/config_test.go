@@ -89,9 +89,21 @@ func TestDecodeRejectsWithPluginFieldAndReason(t *testing.T) {
 		{"bool for string map value", `{"labels": {"a": true}}`, "labels.a", "expected a string"},
 		{"bad duration", `{"timeout": "soon"}`, "timeout", `invalid duration "soon"`},
 		{"bad duration in a list", `{"delays": ["1s", 3, "x"]}`, "delays[2]", `invalid duration "x"`},
+		// Found by fuzzing (plugins/auth/hmacauth testdata/fuzz/FuzzConfig/duration-echo): the
+		// whole value was echoed, a credential inside it too.
+		{"object for a duration", `{"timeout": {"secret": "s3cr3t-value"}}`, "timeout", "invalid duration: an object"},
 		{"bad duration in a nested struct", `{"rules": [{"key": "a", "limit": 1, "every": "often"}]}`, "rules[0].every", "invalid duration"},
 		{"validation", `{"rules": [{"key": "a", "limit": 0}]}`, "rules[0].limit", "must be > 0"},
 		{"malformed", `{`, "", "malformed JSON"},
+		// Found by fuzzing (plugins/auth/basicauth testdata/fuzz/FuzzConfig/empty-field-name):
+		// an empty or odd key is quoted, so the message still names it.
+		{"empty unknown field", `{"": 1}`, `""`, "unknown field"},
+		{"unknown field with a newline", `{"a\nb": 1}`, `"a\nb"`, "unknown field"},
+		{"odd map key", `{"labels": {"a b": 1}}`, `labels."a b"`, "expected a string"},
+		// Found by fuzzing (plugins/all testdata/fuzz/FuzzCheckChain/duplicate-key): the shape
+		// check saw the last of two values, the decode both.
+		{"key given twice", `{"timeout": "", "timeout": "1s"}`, "timeout", "given twice"},
+		{"nested key given twice", `{"rules": [{"key": "a", "limit": 1}, {"key": "b", "key": "c"}]}`, "rules[1].key", "given twice"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -95,6 +95,11 @@ func DecodeStrict(raw []byte, dst any) error {
 	if err := d.Decode(&generic); err != nil {
 		return &api.FieldError{Reason: "malformed JSON: " + err.Error()}
 	}
+	// A key given twice would be seen once by the shape check (the last
+	// value) and twice by the decode below: refuse it, naming it.
+	if field, dup := duplicateKey(raw); dup {
+		return &api.FieldError{Field: field, Reason: "given twice"}
+	}
 	// The shape check first, because it names unknown fields and type mismatches
 	// with their full path (encoding/json does neither precisely).
 	if err := check(generic, reflect.TypeOf(dst), ""); err != nil {
@@ -116,6 +121,68 @@ func DecodeStrict(raw []byte, dst any) error {
 		return &api.FieldError{Reason: strings.TrimPrefix(err.Error(), "json: ")}
 	}
 	return nil
+}
+
+// keyName is an object key as it appears in a field path: as is when it is
+// a plain name, quoted when it is empty or holds anything else (so that ""
+// still names a field, and a key with a newline or a '.' cannot make the
+// message say something else).
+func keyName(k string) string {
+	if k == "" {
+		return `""`
+	}
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if !(c == '_' || c == '-' || c == '/' || c == ':' || ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z') || ('0' <= c && c <= '9')) {
+			return strconv.Quote(k)
+		}
+	}
+	return k
+}
+
+// duplicateKey returns the path of the first object key that raw (valid
+// JSON) gives twice in one object.
+func duplicateKey(raw []byte) (string, bool) {
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	field, err := dupWalk(d, "")
+	return field, err == nil && field != ""
+}
+
+// dupWalk reads one value; for an object or a list it walks the elements.
+func dupWalk(d *json.Decoder, path string) (string, error) {
+	tok, err := d.Token()
+	if err != nil {
+		return "", err
+	}
+	switch tok {
+	case json.Delim('{'):
+		seen := map[string]bool{}
+		for d.More() {
+			kt, err := d.Token()
+			if err != nil {
+				return "", err
+			}
+			k, _ := kt.(string)
+			at := joinPath(path, keyName(k))
+			if seen[k] {
+				return at, nil
+			}
+			seen[k] = true
+			if field, err := dupWalk(d, at); field != "" || err != nil {
+				return field, err
+			}
+		}
+		_, err = d.Token()
+	case json.Delim('['):
+		for i := 0; d.More(); i++ {
+			if field, err := dupWalk(d, path+"["+strconv.Itoa(i)+"]"); field != "" || err != nil {
+				return field, err
+			}
+		}
+		_, err = d.Token()
+	}
+	return "", err
 }
 
 var unmarshalerType = reflect.TypeOf((*json.Unmarshaler)(nil)).Elem()
@@ -179,7 +246,7 @@ func check(v any, t reflect.Type, path string) error {
 					names = append(names, n)
 				}
 				sort.Strings(names)
-				return &api.FieldError{Field: joinPath(path, k), Reason: fmt.Sprintf("unknown field (known: %s)", strings.Join(names, ", "))}
+				return &api.FieldError{Field: joinPath(path, keyName(k)), Reason: fmt.Sprintf("unknown field (known: %s)", strings.Join(names, ", "))}
 			}
 			if err := check(obj[k], ft, joinPath(path, k)); err != nil {
 				return err
@@ -190,8 +257,14 @@ func check(v any, t reflect.Type, path string) error {
 		if !ok {
 			return mismatch(path, "an object", v)
 		}
-		for k, e := range obj {
-			if err := check(e, t.Elem(), joinPath(path, k)); err != nil {
+		// In key order, so that the same config always fails on the same key.
+		keys := make([]string, 0, len(obj))
+		for k := range obj {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			if err := check(obj[k], t.Elem(), joinPath(path, keyName(k))); err != nil {
 				return err
 			}
 		}

@@ -246,6 +246,32 @@ func TestNetwork(t *testing.T) {
 		}
 	})
 
+	// A header whose name only begins with "transfer-encoding" is an ordinary header (Envoy's
+	// codec matches whole names; fuzz finding: the system http_parser took it for
+	// Transfer-Encoding, answering 501 alone and 400 next to a Content-Length).
+	t.Run("HeaderNamedLikeTransferEncoding", func(t *testing.T) {
+		c := dial(t, h.addr())
+		br := bufio.NewReader(c)
+		io.WriteString(c, "POST /echo HTTP/1.1\r\nHost: h\r\nTransfer-Encoding-X: y\r\nContent-Length: 5\r\n\r\nhello")
+		resp := readResponse(t, br, "POST")
+		body := readBody(t, resp)
+		if resp.StatusCode != 200 {
+			t.Fatalf("with content-length: got %d %q", resp.StatusCode, body)
+		}
+		if e := echoed(t, body); e.Body != "hello" || e.Header("Transfer-Encoding-X") != "y" {
+			t.Fatalf("upstream saw body %q transfer-encoding-x %q", e.Body, e.Header("Transfer-Encoding-X"))
+		}
+		io.WriteString(c, "GET /echo HTTP/1.1\r\nHost: h\r\nTransfer-Encodingt: hunked\r\n\r\n")
+		resp = readResponse(t, br, "GET")
+		body = readBody(t, resp)
+		if resp.StatusCode != 200 {
+			t.Fatalf("alone: got %d %q", resp.StatusCode, body)
+		}
+		if e := echoed(t, body); e.Header("Transfer-Encodingt") != "hunked" {
+			t.Fatalf("upstream saw transfer-encodingt %q", e.Header("Transfer-Encodingt"))
+		}
+	})
+
 	t.Run("PostChunkedBothWays", func(t *testing.T) {
 		c := dial(t, h.addr())
 		br := bufio.NewReader(c)
@@ -767,6 +793,32 @@ func TestUpstreamFraming(t *testing.T) {
 		}
 		if n := conns.Load(); n != 2 {
 			t.Fatalf("upstream connections %d, want 2 (connection: close must not be reused)", n)
+		}
+	})
+
+	// The same for responses (fuzz finding): the Content-Length frames the body and the
+	// connection is reused.
+	t.Run("HeaderNamedLikeTransferEncoding", func(t *testing.T) {
+		port, _ := rawUpstream(t, func(c net.Conn, br *bufio.Reader) {
+			for {
+				if _, err := http.ReadRequest(br); err != nil {
+					return
+				}
+				io.WriteString(c, "HTTP/1.1 200 OK\r\nTransfer-Encoding-X: y\r\nContent-Length: 3\r\n\r\nabc")
+			}
+		})
+		h := startHost(t, port, hosttest.Options{Concurrency: 1})
+		c := dial(t, h.addr())
+		br := bufio.NewReader(c)
+		for i := 0; i < 2; i++ {
+			io.WriteString(c, "GET /x HTTP/1.1\r\nHost: h\r\n\r\n")
+			resp := readResponse(t, br, "GET")
+			if body := readBody(t, resp); resp.StatusCode != 200 || body != "abc" || resp.Header.Get("Transfer-Encoding-X") != "y" {
+				t.Fatalf("response %d: got %d %q %v", i, resp.StatusCode, body, resp.Header)
+			}
+		}
+		if reuse := h.stat(t, "moe_host.upstream_cx_reuse"); reuse != 1 {
+			t.Fatalf("upstream_cx_reuse %d, want 1", reuse)
 		}
 	})
 

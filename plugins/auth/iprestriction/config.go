@@ -47,7 +47,7 @@ func newConfig() any {
 // (moectl) runs Validate, not Init.
 func (c *Config) Validate() error {
 	if len(c.Allow) == 0 && len(c.Deny) == 0 {
-		return api.FieldErrorf("", "at least one of allow or deny must list an address")
+		return api.FieldErrorf("allow", "at least one of allow or deny must list an address")
 	}
 	var err error
 	if c.allow, err = compileList("allow", c.Allow); err != nil {

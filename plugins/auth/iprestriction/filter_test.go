@@ -101,7 +101,7 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 	cases := []struct {
 		name, config, field, reason string
 	}{
-		{"nothing to check", `{}`, "", "at least one of allow or deny"},
+		{"nothing to check", `{}`, "allow", "at least one of allow or deny"},
 		{"bad CIDR names index", `{"allow":["10.0.0.0/8","10.0.0.0/40"]}`, "allow[1]", "invalid CIDR"},
 		{"bad IP in deny", `{"deny":["1.2.3"]}`, "deny[0]", "invalid IP address"},
 		{"zone rejected", `{"deny":["fe80::1%eth0"]}`, "deny[0]", "no zone"},

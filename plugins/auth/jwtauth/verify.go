@@ -3,6 +3,7 @@ package jwtauth
 import (
 	"crypto/hmac"
 	"encoding/base64"
+	"errors"
 	"hash"
 	"strings"
 	"sync"
@@ -96,8 +97,8 @@ func (rt *runtime) verify(tok string, sc *scratch) (*fastjson.Value, reason, boo
 	if err != nil {
 		return nil, rMalformed, false
 	}
-	hdr, err := sc.parser.ParseBytes(buf)
-	if err != nil || hdr.Type() != fastjson.TypeObject {
+	hdr, err := parseObject(&sc.parser, buf)
+	if err != nil {
 		return nil, rMalformed, false
 	}
 	// RFC 7515 4.1.11: extensions we do not understand must be rejected.
@@ -169,14 +170,33 @@ func (rt *runtime) verify(tok string, sc *scratch) (*fastjson.Value, reason, boo
 	if err != nil {
 		return nil, rMalformed, false
 	}
-	cl, err := sc.parser.ParseBytes(buf)
-	if err != nil || cl.Type() != fastjson.TypeObject {
+	cl, err := parseObject(&sc.parser, buf)
+	if err != nil {
 		return nil, rMalformed, false
 	}
 	if r, ok := rt.checkClaims(cl); !ok {
 		return nil, r, false
 	}
 	return cl, 0, true
+}
+
+var errNotObject = errors.New("not a JSON object")
+
+// parseObject parses a JOSE header or a claims set: strict JSON (fastjson's
+// parser alone accepts control characters inside strings, which RFC 8259
+// and every other parser refuse) holding an object.
+func parseObject(p *fastjson.Parser, b []byte) (*fastjson.Value, error) {
+	if err := fastjson.ValidateBytes(b); err != nil {
+		return nil, err
+	}
+	v, err := p.ParseBytes(b)
+	if err != nil {
+		return nil, err
+	}
+	if v.Type() != fastjson.TypeObject {
+		return nil, errNotObject
+	}
+	return v, nil
 }
 
 // verify checks one signature with this key.

@@ -1,6 +1,8 @@
 package directresponse
 
 import (
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/moeproxy/moe/shared/api"
@@ -73,7 +75,8 @@ func (c *Config) Validate() error {
 		if (r.Status == 204 || r.Status == 304) && (r.Body != "" || r.BodyFile != "") {
 			return api.FieldErrorf(at+".body", "a %d answer has no body", r.Status)
 		}
-		for name, v := range r.Headers {
+		for _, name := range slices.Sorted(maps.Keys(r.Headers)) { // the same error every time
+			v := r.Headers[name]
 			field := at + ".headers." + name
 			if err := api.CheckHeaderName(field, name); err != nil {
 				return err

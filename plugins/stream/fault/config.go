@@ -1,7 +1,9 @@
 package fault
 
 import (
+	"maps"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -59,7 +61,7 @@ func newConfig() any { return &Config{MaxActiveFaults: defaultMaxActiveFault} }
 // (and its regexes, variables and CEL checked) while decoding.
 func (c *Config) Validate() error {
 	if c.Delay == nil && c.Abort == nil {
-		return api.FieldErrorf("", "set delay or abort (or both)")
+		return api.FieldErrorf("delay", "set delay or abort (or both)")
 	}
 	if d := c.Delay; d != nil {
 		if err := api.CheckAbove("delay.duration", d.Duration.D(), 0); err != nil {
@@ -82,7 +84,8 @@ func (c *Config) Validate() error {
 		if strings.ContainsRune(a.Body, 0) {
 			return api.FieldErrorf("abort.body", "must not contain NUL bytes")
 		}
-		for name, v := range a.Headers {
+		for _, name := range slices.Sorted(maps.Keys(a.Headers)) { // the same error every time
+			v := a.Headers[name]
 			field := "abort.headers." + name
 			if err := api.CheckHeaderName(field, name); err != nil {
 				return err

@@ -203,7 +203,7 @@ func TestNeeds(t *testing.T) {
 
 func TestConfigErrorsNameTheField(t *testing.T) {
 	for _, tc := range []struct{ config, field, reason string }{
-		{`{}`, "", "set delay or abort"},
+		{`{}`, "delay", "set delay or abort"},
 		{`{"delay": {}}`, "delay.duration", "must be greater than 0"},
 		{`{"delay": {"duration": "11m"}}`, "delay.duration", "must be between"},
 		{`{"delay": {"duration": "1s", "percentage": 101}}`, "delay.percentage", "between 0 and 100"},

@@ -395,7 +395,8 @@ ServerConnection::ServerConnection(Dispatcher& dispatcher, int fd, const Connect
                                    HttpConnectionManagerFactory& factory, const Server& server,
                                    uint32_t read_limit_bytes, std::function<void(ServerConnection*)> on_closed)
     : dispatcher_(dispatcher), info_(info), server_(server),
-      max_headers_bytes_(factory.maxRequestHeadersBytes()), on_closed_(std::move(on_closed)) {
+      max_headers_bytes_(factory.maxRequestHeadersBytes()), on_closed_(std::move(on_closed)),
+      chunked_(*this, max_headers_bytes_) {
   static Counter& cx_total = stats().counter("moe_host.downstream_cx_total");
   cx_total.inc();
   activeConnections().add(1);
@@ -463,8 +464,25 @@ void ServerConnection::dispatchInput() {
     evbuffer_iovec vec;
     if (evbuffer_peek(in, -1, nullptr, &vec, 1) < 1) break;
     dispatching_ = true;
-    size_t n = http_parser_execute(&parser_, &ServerParserCallbacks::settings(),
-                                   static_cast<const char*>(vec.iov_base), vec.iov_len);
+    const char* data = static_cast<const char*>(vec.iov_base);
+    size_t n;
+    if (reading_chunked_) {
+      n = chunked_.execute(data, vec.iov_len);
+      if (chunked_.error() != ChunkedDecoder::Error::None && error_status_ == 0) {
+        // codec_impl.cc dispatchSlice: a parse error is a 400, trailers over the limit 431.
+        error_status_ = chunked_.error() == ChunkedDecoder::Error::TrailersTooLong ? 431 : 400;
+        MOE_LOG(Debug, "http1", "[C%lu] chunked body error: %s", static_cast<unsigned long>(info_.id),
+                ChunkedDecoder::errorName(chunked_.error()));
+      } else if (chunked_.done()) {
+        reading_chunked_ = false;
+        // Ready for the next request (http_parser stopped after this one's headers).
+        http_parser_init(&parser_, HTTP_REQUEST);
+        parser_.data = this;
+        onRequestComplete();
+      }
+    } else {
+      n = http_parser_execute(&parser_, &ServerParserCallbacks::settings(), data, vec.iov_len);
+    }
     dispatching_ = false;
     if (closed_) return;  // the buffer is freed with the connection; nothing more to do
     evbuffer_drain(in, n);
@@ -475,7 +493,7 @@ void ServerConnection::dispatchInput() {
       unclaimed_wire_bytes_ = 0;
     }
 
-    const auto err = HTTP_PARSER_ERRNO(&parser_);
+    const auto err = reading_chunked_ ? HPE_OK : HTTP_PARSER_ERRNO(&parser_);
     if (error_status_ != 0 || (err != HPE_OK && err != HPE_PAUSED)) {
       int status = error_status_;
       if (status == 0) {
@@ -572,7 +590,10 @@ int ServerConnection::onHeadersComplete() {
   const std::string* te = headers_->get("transfer-encoding");
   const std::string* cl = headers_->get("content-length");
   if (te != nullptr && cl != nullptr) return failRequest(400);       // codec_impl.cc:915-926
-  if (te != nullptr && !iequals(*te, "chunked")) return failRequest(501);  // codec_impl.cc:930-937
+  // codec_impl.cc:930-937. transfer-encoding is an inline header in Envoy: repeated fields are
+  // joined with ',' ("chunked,chunked"), which is not "chunked" either.
+  if (te != nullptr && (!iequals(*te, "chunked") || headers_->getAll("transfer-encoding").size() > 1))
+    return failRequest(501);
   if (cl != nullptr) {
     for (auto& v : headers_->getAll("content-length")) {
       if (v != *cl) return failRequest(400);
@@ -621,8 +642,14 @@ int ServerConnection::onHeadersComplete() {
   stream_->protocol_ = 1;
   stream_->decoder_ = &callbacks_->newStream(*stream_);
 
-  const bool has_body = (parser_.flags & F_CHUNKED) ||
-                        (parser_.content_length > 0 && parser_.content_length != ULLONG_MAX);
+  const bool chunked = te != nullptr;  // "chunked" exactly: anything else was refused above
+  const bool has_body = chunked || (parser_.content_length > 0 && parser_.content_length != ULLONG_MAX);
+  if (chunked) {
+    // The body is read by chunked_; returning 2 makes http_parser stop after the headers
+    // (an "upgrade": it skips the body and ends its message here, see onMessageComplete).
+    reading_chunked_ = true;
+    chunked_.reset();
+  }
   if (has_body) {
     stream_->decoder_->decodeHeaders(std::move(request), false);
   } else {
@@ -630,12 +657,28 @@ int ServerConnection::onHeadersComplete() {
     // complete, so upper layers see the end of stream with the headers.
     stream_->pending_headers_ = std::move(request);
   }
-  return 0;
+  return chunked ? 2 : 0;
 }
 
 int ServerConnection::onBody(const char* at, size_t len) {
   if (stream_ && stream_->decoder_) body_.add(at, len);
   return 0;
+}
+
+void ServerConnection::onChunkData(const char* data, size_t len) {
+  if (stream_ && stream_->decoder_) body_.add(data, len);
+}
+
+bool ServerConnection::onTrailerField(std::string_view name, std::string_view value) {
+  // The same checks as a header line (commitHeader): count, name token, value characters,
+  // and max_request_headers_kb over the trailers (codec_impl.cc checkMaxHeadersSize).
+  if (headers_->byteSize() + name.size() + value.size() > max_headers_bytes_) {
+    failRequest(431);
+    return false;
+  }
+  field_.assign(name);
+  value_.assign(value);
+  return commitHeader();
 }
 
 void ServerConnection::flushBody(bool end_stream) {
@@ -649,12 +692,20 @@ void ServerConnection::flushBody(bool end_stream) {
 }
 
 int ServerConnection::onMessageComplete() {
+  // http_parser ends its message right after the headers of a chunked request (onHeadersComplete
+  // returned 2); the body follows, read by chunked_.
+  if (reading_chunked_) return 0;
   if (processing_trailers_ && last_was_value_ && !commitHeader()) return -1;
+  onRequestComplete();
+  return 0;
+}
+
+void ServerConnection::onRequestComplete() {
   // Stop after each request; dispatchInput resumes once the response is done.
   pauseParser(&parser_);
-  if (!stream_) return 0;
+  if (!stream_) return;
   stream_->request_complete_ = true;
-  if (stream_->decoder_ == nullptr) return 0;  // response already finished; body discarded
+  if (stream_->decoder_ == nullptr) return;  // response already finished; body discarded
   if (stream_->pending_headers_) {
     stream_->decoder_->decodeHeaders(std::move(stream_->pending_headers_), true);
   } else if (headers_ && headers_->size() > 0) {
@@ -663,7 +714,6 @@ int ServerConnection::onMessageComplete() {
   } else {
     flushBody(true);
   }
-  return 0;
 }
 
 void ServerConnection::write(std::string_view data) {

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "buffer.h"
+#include "chunked_decoder.h"
 #include "codec.h"
 #include "dispatcher.h"
 #include "header_map.h"
@@ -30,7 +31,7 @@ const char* reasonPhrase(int status);
 // ---------------------------------------------------------------------------------------------
 // Server side
 // ---------------------------------------------------------------------------------------------
-class ServerConnection {
+class ServerConnection : private ChunkedDecoder::Callbacks {
 public:
   // Takes ownership of fd. on_closed runs once, when the connection closes (from the loop).
   // The object deletes itself (deferred) after closing.
@@ -52,7 +53,7 @@ private:
   ServerConnection(Dispatcher& dispatcher, int fd, const ConnectionInfo& info,
                    HttpConnectionManagerFactory& factory, const Server& server,
                    uint32_t read_limit_bytes, std::function<void(ServerConnection*)> on_closed);
-  ~ServerConnection();
+  ~ServerConnection() override;
   friend class ActiveRequest;
   friend struct ServerParserCallbacks;
 
@@ -72,7 +73,13 @@ private:
   int onHeadersComplete();
   int onBody(const char* at, size_t len);
   int onMessageComplete();
+  // The request's end: body end_stream or trailers (from http_parser or the chunked decoder).
+  void onRequestComplete();
   bool commitHeader();
+  // ChunkedDecoder::Callbacks: the request body is chunked (the decoder, not http_parser,
+  // reads it).
+  void onChunkData(const char* data, size_t len) override;
+  bool onTrailerField(std::string_view name, std::string_view value) override;
   int failRequest(int status);
   void flushBody(bool end_stream);
 
@@ -108,6 +115,11 @@ private:
   uint32_t header_count_ = 0;
   int error_status_ = 0;        // set by a parser callback that rejects the request
   Buffer body_;                 // body bytes parsed in the current dispatch, not yet delivered
+  // A chunked request body is read by chunked_ (Balsa's rules), not by http_parser, which
+  // accepts a bare LF in a chunk extension: http_parser stops after the headers and is
+  // re-initialised for the next request when the body ends.
+  ChunkedDecoder chunked_;
+  bool reading_chunked_ = false;
 
   std::unique_ptr<ActiveRequest> stream_;
   uint64_t unclaimed_wire_bytes_ = 0;  // parsed before the current request's stream existed

@@ -154,7 +154,9 @@ void UpstreamConnection::onReadable() {
   while (!closed_ && evbuffer_get_length(in) > 0) {
     if (request_ == nullptr) {
       // Bytes on an idle connection (or after a complete response): protocol violation by the
-      // upstream (codec_impl.cc:632-640); drop the connection.
+      // upstream (codec_impl.cc prematureResponseError, counted by codec_client.cc:190-203);
+      // drop the connection.
+      pool_.countProtocolError();
       close();
       return;
     }
@@ -164,7 +166,10 @@ void UpstreamConnection::onReadable() {
     if (closed_) return;
     evbuffer_drain(in, n);
     if (parser_.error()) {
-      fail(UpstreamResetReason::ProtocolError, "protocol error");
+      // codec_client.cc:190-203: a codec error counts upstream_cx_protocol_error and closes the
+      // connection; the stream is reset with ProtocolError (router: 502, flag UPE).
+      pool_.countProtocolError();
+      fail(UpstreamResetReason::ProtocolError, "");
       return;
     }
     if (n == 0) return;
@@ -341,6 +346,10 @@ void ConnPool::countConnectFailure(bool timeout) {
     stats().counter("moe_host.upstream_cx_connect_timeout").inc();
     stats().counter("cluster." + cluster_name_ + ".upstream_cx_connect_timeout").inc();
   }
+}
+
+void ConnPool::countProtocolError() {
+  stats().counter("cluster." + cluster_name_ + ".upstream_cx_protocol_error").inc();
 }
 
 void ConnPool::onConnectionIdle(UpstreamConnection* conn) { idle_[conn->host()].push_back(conn); }

@@ -109,6 +109,8 @@ private:
   void onConnectionIdle(UpstreamConnection* conn);
   void onConnectionClosed(UpstreamConnection* conn);
   void countConnectFailure(bool timeout);
+  // cluster.<name>.upstream_cx_protocol_error
+  void countProtocolError();
 
   Dispatcher& dispatcher_;
   const std::string cluster_name_;

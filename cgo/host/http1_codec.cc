@@ -21,6 +21,11 @@ namespace {
 
 // Envoy's default max_request_headers_count (http_connection_manager.proto common_http_protocol_options).
 constexpr uint32_t kMaxHeadersCount = 100;
+// The upstream side's defaults: the cluster's max_headers_count (DEFAULT_MAX_HEADERS_COUNT) and,
+// with max_response_headers_kb unset, MAX_RESPONSE_HEADERS_KB (codec_impl.h:32) for the whole
+// header block as Balsa counts it (its max_header_length).
+constexpr uint32_t kMaxResponseHeadersCount = 100;
+constexpr uint32_t kMaxResponseHeadersBytes = 80 * 1024;
 // How long a closing connection waits for the peer's FIN after our shutdown(SHUT_WR), so that
 // unread request bytes do not turn our close into a RST that destroys the response in flight.
 constexpr std::chrono::milliseconds kLingerTimeout{1000};
@@ -887,18 +892,35 @@ struct ClientParserCallbacks {
     auto* s = self(p);
     if (s->last_was_value_ && !s->commitHeader()) return -1;
     s->field_.append(at, n);
-    return 0;
+    return s->countHeaderBytes(n) ? 0 : -1;
   }
   static int onHeaderValue(http_parser* p, const char* at, size_t n) {
     auto* s = self(p);
     s->last_was_value_ = true;
     s->value_.append(at, n);
-    return 0;
+    return s->countHeaderBytes(n) ? 0 : -1;
   }
   static int onHeadersComplete(http_parser* p) {
     auto* s = self(p);
     if (s->last_was_value_ && !s->commitHeader()) return -1;
     const int status = p->status_code;
+    const std::string* te = s->headers_->get("transfer-encoding");
+    const std::string* cl = s->headers_->get("content-length");
+    // codec_impl.cc:915-937, shared with requests: transfer-encoding with content-length, or a
+    // transfer-coding other than chunked ("identity" included; repeated fields are joined by
+    // Envoy's inline header map, so "chunked" twice is not "chunked" either).
+    if (te != nullptr &&
+        (cl != nullptr || !iequals(*te, "chunked") || s->headers_->getAll("transfer-encoding").size() > 1))
+      return -1;
+    // codec_impl.cc:1542-1558: a 1xx or 204 carries neither transfer-encoding nor a non-zero
+    // content-length; "content-length: 0" is dropped.
+    if (status < 200 || status == 204) {
+      if (te != nullptr) return -1;
+      if (cl != nullptr) {
+        if (*cl != "0") return -1;
+        s->headers_->remove("content-length");
+      }
+    }
     if (status >= 100 && status < 200 && status != 101) {
       // 100-continue and other informational responses are swallowed (Envoy forwards 100 only
       // with proxy_100_continue); the real response follows on the same connection.
@@ -917,11 +939,18 @@ struct ClientParserCallbacks {
     const bool no_body = s->head_request_ || statusHasNoBody(status) ||
                          (!(p->flags & F_CHUNKED) && p->content_length == 0);
     if (no_body) {
+      // 1: http_parser skips the body (HEAD, 1xx, 204, 304 whatever their framing headers say,
+      // as Envoy's cannotHaveBody).
       s->pending_headers_ = std::move(out);
-      return s->head_request_ ? 1 : 0;  // 1: tell http_parser there is no body (HEAD)
+      return 1;
+    }
+    if (te != nullptr) {
+      // A chunked body is read by chunked_; 2 makes http_parser stop right after the headers.
+      s->reading_chunked_ = true;
+      s->chunked_.reset();
     }
     s->cb_.onResponseHeaders(std::move(out), false);
-    return 0;
+    return s->reading_chunked_ ? 2 : 0;
   }
   static int onBody(http_parser* p, const char* at, size_t n) {
     self(p)->body_.add(at, n);
@@ -932,20 +961,14 @@ struct ClientParserCallbacks {
     if (s->skipping_1xx_) {
       s->skipping_1xx_ = false;
       s->started_ = false;
+      s->header_count_ = 0;
+      s->header_bytes_ = 0;
       return 0;  // keep parsing: the final response follows
     }
+    // http_parser ends its message after the headers of a chunked response; the body follows.
+    if (s->reading_chunked_) return 0;
     if (s->trailers_ && s->last_was_value_ && !s->commitHeader()) return -1;
-    pauseParser(p);
-    s->keep_alive_ = http_should_keep_alive(p) != 0;
-    s->complete_ = true;
-    if (s->pending_headers_) {
-      s->cb_.onResponseHeaders(std::move(s->pending_headers_), true);
-    } else if (s->headers_ && s->headers_->size() > 0) {
-      s->flushBody(false);
-      if (!s->stopped_) s->cb_.onResponseTrailers(std::move(s->headers_));
-    } else {
-      s->flushBody(true);
-    }
+    s->onComplete();
     return 0;
   }
 
@@ -965,14 +988,47 @@ struct ClientParserCallbacks {
   }
 };
 
-ResponseParser::ResponseParser(ResponseParserCallbacks& cb) : cb_(cb) { reset(false); }
+ResponseParser::ResponseParser(ResponseParserCallbacks& cb) : cb_(cb), chunked_(*this, kMaxResponseHeadersBytes) {
+  reset(false);
+}
+
+void ResponseParser::onComplete() {
+  pauseParser(&parser_);
+  keep_alive_ = http_should_keep_alive(&parser_) != 0;
+  complete_ = true;
+  if (pending_headers_) {
+    cb_.onResponseHeaders(std::move(pending_headers_), true);
+  } else if (headers_ && headers_->size() > 0) {
+    flushBody(false);
+    if (!stopped_) cb_.onResponseTrailers(std::move(headers_));
+  } else {
+    flushBody(true);
+  }
+}
+
+void ResponseParser::onChunkData(const char* data, size_t len) { body_.add(data, len); }
+
+bool ResponseParser::countHeaderBytes(size_t n) {
+  // "headers size exceeds limit": Balsa's HEADERS_TOO_LONG counts the whole header block.
+  header_bytes_ += n;
+  return trailers_ || header_bytes_ <= kMaxResponseHeadersBytes;
+}
+
+bool ResponseParser::onTrailerField(std::string_view name, std::string_view value) {
+  if (headers_->byteSize() + name.size() + value.size() > kMaxResponseHeadersBytes) return false;
+  field_.assign(name);
+  value_.assign(value);
+  return commitHeader();
+}
 
 void ResponseParser::reset(bool head_request) {
   http_parser_init(&parser_, HTTP_RESPONSE);
   parser_.data = this;
   head_request_ = head_request;
   started_ = headers_done_ = complete_ = error_ = stopped_ = keep_alive_ = false;
-  skipping_1xx_ = trailers_ = last_was_value_ = false;
+  skipping_1xx_ = trailers_ = last_was_value_ = reading_chunked_ = false;
+  header_count_ = 0;
+  header_bytes_ = 0;
   field_.clear();
   value_.clear();
   headers_.reset();
@@ -983,6 +1039,8 @@ void ResponseParser::reset(bool head_request) {
 bool ResponseParser::commitHeader() {
   last_was_value_ = false;
   if (field_.empty()) return true;
+  if (++header_count_ > kMaxResponseHeadersCount) return false;  // codec_impl.cc:570-577
+  if (!countHeaderBytes(4)) return false;  // ": " and CRLF
   if (field_.find(':') != std::string::npos || !validHeaderName(field_)) return false;
   std::string_view value = trimWhitespace(value_);
   if (!validHeaderValue(value)) return false;
@@ -1006,6 +1064,21 @@ void ResponseParser::stop() {
 
 size_t ResponseParser::dispatch(const char* data, size_t len) {
   if (complete_ || error_ || stopped_) return 0;
+  if (reading_chunked_) {
+    size_t n = chunked_.execute(data, len);
+    if (chunked_.error() != ChunkedDecoder::Error::None) {
+      MOE_LOG(Debug, "http1", "upstream chunked body error: %s", ChunkedDecoder::errorName(chunked_.error()));
+      error_ = true;
+      return n;
+    }
+    if (chunked_.done()) {
+      reading_chunked_ = false;
+      onComplete();
+    } else if (!stopped_) {
+      flushBody(false);
+    }
+    return n;
+  }
   size_t n = http_parser_execute(&parser_, &ClientParserCallbacks::settings(), data, len);
   if (stopped_) return n;
   const auto err = HTTP_PARSER_ERRNO(&parser_);
@@ -1019,6 +1092,7 @@ size_t ResponseParser::dispatch(const char* data, size_t len) {
 
 bool ResponseParser::onEof() {
   if (complete_ || error_ || stopped_ || !started_ || !headers_done_) return complete_;
+  if (reading_chunked_) return false;  // the chunked body did not end
   // A zero-length execute tells http_parser the connection ended: completes a body delimited
   // by connection close, and is an error anywhere else.
   http_parser_execute(&parser_, &ClientParserCallbacks::settings(), nullptr, 0);

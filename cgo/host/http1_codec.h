@@ -113,6 +113,8 @@ private:
   HeaderMapPtr headers_;        // request headers being parsed (or trailers)
   bool processing_trailers_ = false;
   uint32_t header_count_ = 0;
+  size_t header_bytes_ = 0;
+  bool countHeaderBytes(size_t n);
   int error_status_ = 0;        // set by a parser callback that rejects the request
   Buffer body_;                 // body bytes parsed in the current dispatch, not yet delivered
   // A chunked request body is read by chunked_ (Balsa's rules), not by http_parser, which
@@ -145,7 +147,13 @@ public:
 };
 
 // Parses one response at a time. Envoy's ClientConnectionImpl equivalent without the socket.
-class ResponseParser {
+// Refuses (error()) what Envoy's client codec refuses, each an upstream protocol error there:
+// more than 100 header fields or a header block over 80 KiB (the cluster defaults:
+// max_headers_count, and max_response_headers_kb unset -> MAX_RESPONSE_HEADERS_KB,
+// codec_impl.h:32), transfer-encoding together with content-length or other than "chunked"
+// (codec_impl.cc:915-937), transfer-encoding or a non-zero content-length on a 1xx or 204
+// (codec_impl.cc:1542-1558), and chunked framing Balsa refuses (ChunkedDecoder).
+class ResponseParser : private ChunkedDecoder::Callbacks {
 public:
   explicit ResponseParser(ResponseParserCallbacks& cb);
   // Prepares for the response to a new request.
@@ -169,9 +177,18 @@ private:
   friend struct ClientParserCallbacks;
   bool commitHeader();
   void flushBody(bool end_stream);
+  // The response's end (from http_parser or the chunked decoder).
+  void onComplete();
+  void onChunkData(const char* data, size_t len) override;
+  bool onTrailerField(std::string_view name, std::string_view value) override;
 
   ResponseParserCallbacks& cb_;
   http_parser parser_;
+  ChunkedDecoder chunked_;
+  bool reading_chunked_ = false;  // a chunked body: chunked_ reads it, http_parser stopped
+  uint32_t header_count_ = 0;
+  size_t header_bytes_ = 0;
+  bool countHeaderBytes(size_t n);
   bool head_request_ = false;
   bool started_ = false, headers_done_ = false, complete_ = false, error_ = false;
   bool stopped_ = false, keep_alive_ = false, skipping_1xx_ = false, trailers_ = false;

@@ -23,6 +23,17 @@ std::string resetReasonString(UpstreamResetReason reason, const std::string& det
   return "";
 }
 
+// Filter::streamResetReasonToResponseFlag (router.cc:1745-1772).
+const char* resetResponseFlag(UpstreamResetReason reason) {
+  switch (reason) {
+  case UpstreamResetReason::ConnectionFailure: return "UF";
+  case UpstreamResetReason::ConnectionTermination: return "UC";
+  case UpstreamResetReason::ProtocolError: return "UPE";
+  case UpstreamResetReason::LocalReset: return "LR";
+  }
+  return "UC";
+}
+
 std::string replaceSpaces(std::string s) {
   std::replace(s.begin(), s.end(), ' ', '_');
   return s;
@@ -202,8 +213,7 @@ void RouterFilter::onUpstreamReset(UpstreamResetReason reason, const std::string
   if (response_timer_) response_timer_->disableTimer();
   if (destroyed_) return;
   std::string reason_str = resetReasonString(reason, details);
-  callbacks_->streamInfo().addResponseFlag(
-      reason == UpstreamResetReason::ConnectionFailure ? "UF" : "UC");
+  callbacks_->streamInfo().addResponseFlag(resetResponseFlag(reason));
   if (response_started_) {
     // router.cc onUpstreamAbort: the response started, so only a downstream reset is left.
     callbacks_->resetStream();
@@ -215,7 +225,9 @@ void RouterFilter::onUpstreamReset(UpstreamResetReason reason, const std::string
                      reason_str;
   std::string details_str = replaceSpaces("upstream_reset_before_response_started{" + reason_str +
                                           (details.empty() ? "" : "|" + details) + "}");
-  callbacks_->sendLocalReply(503, body, nullptr, details_str);
+  // router.cc:1681-1683: an upstream protocol error is a 502, every other reset a 503.
+  callbacks_->sendLocalReply(reason == UpstreamResetReason::ProtocolError ? 502 : 503, body, nullptr,
+                             details_str);
 }
 
 void RouterFilter::onDestroy() {

@@ -1,0 +1,240 @@
+package conformance
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/textproto"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// scriptedUpstream is a raw-socket upstream: it reads each request with net/http's parser and
+// writes whatever answer(path) returns, byte for byte (a Go http.Server could not send most of
+// what these tests need). close: it closes the connection after the answer.
+type scriptedUpstream struct {
+	Port int
+	mu   sync.Mutex
+	seen []string // request paths, in order
+}
+
+func startScripted(t testing.TB, answer func(path string) (raw string, close bool)) *scriptedUpstream {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	u := &scriptedUpstream{Port: ln.Addr().(*net.TCPAddr).Port}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for {
+					r, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					u.mu.Lock()
+					u.seen = append(u.seen, r.URL.Path)
+					u.mu.Unlock()
+					raw, closeAfter := answer(r.URL.Path)
+					if _, err := c.Write([]byte(raw)); err != nil || closeAfter {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return u
+}
+
+func startHardening(t testing.TB, raw int, listeners ...string) *hostProc {
+	t.Helper()
+	findBinaries(t)
+	a1 := startUpstream(t, "a1")
+	if len(listeners) == 0 {
+		listeners = []string{"main"}
+	}
+	return startHost(t, hostSpec{tmpl: "hardening", listeners: listeners, data: map[string]any{"A1": a1.Port, "Raw": raw}})
+}
+
+// TestUpstreamProtocolErrors: responses Envoy's HTTP/1 client codec refuses end the upstream
+// request as a protocol error: the connection is closed and counted in
+// cluster.<name>.upstream_cx_protocol_error (codec_client.cc:190-203), the stream is reset with
+// ProtocolError, and the router answers 502 with the UPE flag (router.cc:1681-1712). What it
+// accepts passes through unchanged (the "Accepted" cases, which pin Envoy's leniency).
+func TestUpstreamProtocolErrors(t *testing.T) {
+	manyHeaders := strings.Repeat("x-h: v\r\n", 101)
+	bigBlock := "x-big: " + strings.Repeat("b", 81*1024) + "\r\n"
+	fine := "x-big: " + strings.Repeat("b", 70*1024) + "\r\n"
+	answers := map[string]string{
+		// codec_impl.cc:1542-1558
+		"/raw/204-content-length": "HTTP/1.1 204 No Content\r\nContent-Length: 5\r\n\r\nhello",
+		"/raw/204-te":             "HTTP/1.1 204 No Content\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+		"/raw/101-te":             "HTTP/1.1 101 Switching Protocols\r\nTransfer-Encoding: chunked\r\n\r\n",
+		"/raw/100-content-length": "HTTP/1.1 100 Continue\r\nContent-Length: 3\r\n\r\nabcHTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n",
+		// codec_impl.cc:915-937
+		"/raw/te-identity":    "HTTP/1.1 200 OK\r\nTransfer-Encoding: identity\r\n\r\nuntil close",
+		"/raw/te-gzip":        "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\nxx",
+		"/raw/te-and-cl":      "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 2\r\n\r\n2\r\nxx\r\n0\r\n\r\n",
+		"/raw/te-twice":       "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nxx\r\n0\r\n\r\n",
+		"/raw/cl-twice":       "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\nxx",
+		"/raw/cl-not-numeric": "HTTP/1.1 200 OK\r\nContent-Length: 0x2\r\n\r\nxx",
+		// max_headers_count (100) and MAX_RESPONSE_HEADERS_KB (80) of the cluster
+		"/raw/101-headers": "HTTP/1.1 200 OK\r\n" + manyHeaders + "Content-Length: 0\r\n\r\n",
+		"/raw/81k-headers": "HTTP/1.1 200 OK\r\n" + bigBlock + "Content-Length: 0\r\n\r\n",
+		"/raw/header-name": "HTTP/1.1 200 OK\r\nbad name: v\r\nContent-Length: 0\r\n\r\n",
+		// A status below 200 with a body framing header is refused like a 1xx (Balsa's policy
+		// leaves disallow_invalid_response_codes off; codec_impl.cc:1542 compares < 200).
+		"/raw/status-000": "HTTP/1.1 000 Zero\r\nContent-Length: 2\r\n\r\nok",
+		"/raw/status-099": "HTTP/1.1 099 Low\r\nContent-Length: 2\r\n\r\nok",
+		// Balsa's chunk framing (chunked_decoder.h): found after the headers went down.
+		"/raw/chunk-bare-lf":   "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2;\nxx\r\nyy\r\n0\r\n\r\n",
+		"/raw/chunk-hexprefix": "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0x2\r\nxx\r\n0\r\n\r\n",
+
+		// Accepted by Envoy.
+		"/raw/204-cl0":        "HTTP/1.1 204 No Content\r\nContent-Length: 0\r\n\r\n",
+		"/raw/70k-headers":    "HTTP/1.1 200 OK\r\n" + fine + "Content-Length: 2\r\n\r\nok",
+		"/raw/100-headers":    "HTTP/1.1 200 OK\r\n" + strings.Repeat("x-h: v\r\n", 99) + "Content-Length: 2\r\n\r\nok",
+		"/raw/304-cl":         "HTTP/1.1 304 Not Modified\r\nContent-Length: 5\r\n\r\n",
+		"/raw/chunk-bws":      "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2 ;a=b\r\nok\r\n0\r\n\r\n",
+		"/raw/status-000-eof": "HTTP/1.1 000 Zero\r\nConnection: close\r\n\r\nok",
+		"/raw/101-on-a-get":   "HTTP/1.1 101 Switching Protocols\r\nConnection: upgrade\r\nUpgrade: websocket\r\n\r\n",
+	}
+	up := startScripted(t, func(path string) (string, bool) {
+		raw, ok := answers[path]
+		if !ok {
+			return "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n", false
+		}
+		// The host closes a connection it refused; a body read until close needs the close.
+		return raw, strings.HasSuffix(path, "-eof")
+	})
+	h := startHardening(t, up.Port)
+	const body502 = "upstream connect error or disconnect/reset before headers. reset reason: protocol error"
+	props := hdrs("x-test-basic", "1", "x-test-properties", "response.flags,response.code_details")
+	upeBit := "8388608" // CoreResponseFlag UpstreamProtocolError = 23
+	for _, name := range []string{"204-content-length", "204-te", "101-te", "100-content-length", "te-identity",
+		"te-gzip", "te-and-cl", "te-twice", "cl-twice", "cl-not-numeric", "101-headers", "81k-headers",
+		"header-name", "status-000", "status-099"} {
+		t.Run("Refused/"+name, func(t *testing.T) {
+			before := h.stats(t)
+			r := h.must(t, req{listener: "main", path: "/raw/" + name, headers: props})
+			if r.status != 502 || r.body != body502 {
+				t.Fatalf("got %d %q, want 502 %q", r.status, r.body, body502)
+			}
+			if f := r.get("x-prop-response.flags"); f != upeBit {
+				t.Errorf("response.flags = %q, want %s (UPE)", f, upeBit)
+			}
+			if d := r.get("x-prop-response.code_details"); d != "upstream_reset_before_response_started{protocol_error}" {
+				t.Errorf("response.code_details = %q", d)
+			}
+			after := h.stats(t)
+			if d := after["cluster.raw.upstream_cx_protocol_error"] - before["cluster.raw.upstream_cx_protocol_error"]; d != 1 {
+				t.Errorf("cluster.raw.upstream_cx_protocol_error grew by %d, want 1", d)
+			}
+			if d := after["http.main.downstream_rq_5xx"] - before["http.main.downstream_rq_5xx"]; d != 1 {
+				t.Errorf("http.main.downstream_rq_5xx grew by %d, want 1", d)
+			}
+		})
+	}
+	// Framing errors in the body come after the response headers went downstream: the client
+	// sees the response cut (router.cc onUpstreamAbort resets a started response).
+	for _, name := range []string{"chunk-bare-lf", "chunk-hexprefix"} {
+		t.Run("RefusedAfterHeaders/"+name, func(t *testing.T) {
+			before := h.stats(t)
+			// A raw connection: net/http would retry a GET whose reused connection closed
+			// before the response, and the retry would count a second error.
+			rc := h.dial(t, "main")
+			rc.write("GET /raw/" + name + " HTTP/1.1\r\nHost: test.com\r\n\r\n")
+			if res, body, err := rc.readResponse("GET"); err == nil {
+				t.Fatalf("got a complete response %d %q, want it cut", res.StatusCode, body)
+			}
+			if !rc.closedByPeer(5 * time.Second) {
+				t.Errorf("the downstream connection stayed open after the cut response")
+			}
+			after := h.stats(t)
+			if d := after["cluster.raw.upstream_cx_protocol_error"] - before["cluster.raw.upstream_cx_protocol_error"]; d != 1 {
+				t.Errorf("cluster.raw.upstream_cx_protocol_error grew by %d, want 1", d)
+			}
+		})
+	}
+	accepted := []struct {
+		name, body string
+		status     int
+	}{
+		{"204-cl0", "", 204},
+		{"70k-headers", "ok", 200},
+		{"100-headers", "ok", 200},
+		{"304-cl", "", 304},
+		{"chunk-bws", "ok", 200},
+		// Without framing headers nothing checks the range (disallow_invalid_response_codes is
+		// off): the code goes down as parsed, "HTTP/1.1 0 Unknown", the body read until close.
+		{"status-000-eof", "ok", 0},
+		// A 101 to a request that asked for no upgrade is a bodiless final response to Envoy
+		// (cannotHaveBody; the codec only switches protocols for an upgrade request), and the
+		// connection/upgrade headers go (mutateResponseHeaders).
+		{"101-on-a-get", "", 101},
+	}
+	for _, tc := range accepted {
+		t.Run("Accepted/"+tc.name, func(t *testing.T) {
+			rc := h.dial(t, "main")
+			rc.write("GET /raw/" + tc.name + " HTTP/1.1\r\nHost: test.com\r\n\r\n")
+			rc.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			// Read by hand: net/http refuses a status that is not three digits.
+			tp := textproto.NewReader(rc.r)
+			line, err := tp.ReadLine()
+			if err != nil {
+				t.Fatalf("no response: %v", err)
+			}
+			if want := "HTTP/1.1 " + strconv.Itoa(tc.status) + " "; !strings.HasPrefix(line, want) {
+				t.Fatalf("status line %q, want %q...", line, want)
+			}
+			hdr, err := tp.ReadMIMEHeader()
+			if err != nil {
+				t.Fatalf("headers: %v", err)
+			}
+			if tc.status == 101 && (hdr.Get("Connection") != "" || hdr.Get("Upgrade") != "") {
+				t.Errorf("101 to a plain GET kept connection/upgrade headers: %v", hdr)
+			}
+			var b []byte
+			cl := hdr.Get("Content-Length")
+			switch {
+			case hdr.Get("Transfer-Encoding") == "chunked":
+				if b, err = io.ReadAll(httputil.NewChunkedReader(rc.r)); err == nil {
+					_, err = tp.ReadMIMEHeader() // the trailer section and its blank line
+				}
+			case cl != "" && tc.status >= 200 && tc.status != 204 && tc.status != 304:
+				n, _ := strconv.Atoi(cl)
+				b = make([]byte, n)
+				_, err = io.ReadFull(rc.r, b)
+			case cl != "" && cl != "0" && tc.status != 304:
+				t.Errorf("content-length %q on a %d", cl, tc.status)
+			}
+			if err != nil {
+				t.Fatalf("body: %v", err)
+			}
+			if string(b) != tc.body {
+				t.Errorf("body %q, want %q", b, tc.body)
+			}
+			if tc.status == 0 {
+				return // the upstream closed: so does the host
+			}
+			// The connection still serves HTTP/1.1 (Envoy switched nothing).
+			rc.write("GET /echo HTTP/1.1\r\nHost: test.com\r\n\r\n")
+			if res, _, err := rc.readResponse("GET"); err != nil || res.StatusCode != 200 {
+				t.Errorf("the next request on the connection: %v %v", res, err)
+			}
+		})
+	}
+}

@@ -69,7 +69,10 @@ ConnectionManagerStats::ConnectionManagerStats(const std::string& prefix)
       downstream_cx_destroy_remote_active_rq(
           moe::stats().counter(prefix + "downstream_cx_destroy_remote_active_rq")),
       downstream_rq_response_before_rq_complete(
-          moe::stats().counter(prefix + "downstream_rq_response_before_rq_complete")) {
+          moe::stats().counter(prefix + "downstream_rq_response_before_rq_complete")),
+      downstream_rq_idle_timeout(moe::stats().counter(prefix + "downstream_rq_idle_timeout")),
+      downstream_rq_timeout(moe::stats().counter(prefix + "downstream_rq_timeout")),
+      downstream_rq_header_timeout(moe::stats().counter(prefix + "downstream_rq_header_timeout")) {
   for (int i = 0; i < 5; i++) {
     downstream_rq_xx[i] = &moe::stats().counter(prefix + "downstream_rq_" + std::to_string(i + 1) + "xx");
   }
@@ -176,7 +179,9 @@ ActiveStream::ActiveStream(ConnectionManager& parent, ResponseEncoder& encoder, 
   g_active_streams.fetch_add(1);
   parent_.factory().stats().downstream_rq_total.inc();
   parent_.factory().stats().downstream_rq_active.add(1);
-  parent_.factory().createFilterChain(filter_manager_, parent_.workerId());
+  // The codec creates the stream on the request's first byte; the filter chain is created
+  // with the headers (conn_manager_impl.cc decodeHeaders -> createDownstreamFilterChain), so a
+  // stream that times out before its headers complete runs no filter.
   const auto& hcm = parent_.factory().config().hcm;
   filter_manager_.setFlushAccessLogOnNewRequest(hcm.flush_access_log_on_new_request);
   if (hcm.stream_idle_timeout_ms > 0) {
@@ -186,6 +191,11 @@ ActiveStream::ActiveStream(ConnectionManager& parent, ResponseEncoder& encoder, 
   if (hcm.request_timeout_ms > 0) {
     request_timer_ = parent_.dispatcher().createTimer([this] { onRequestTimeout(); });
     request_timer_->enableTimer(std::chrono::milliseconds(hcm.request_timeout_ms));
+  }
+  if (hcm.request_headers_timeout_ms > 0) {
+    // conn_manager_impl.cc:983-989: armed at stream creation, disarmed by decodeHeaders.
+    request_header_timer_ = parent_.dispatcher().createTimer([this] { onRequestHeaderTimeout(); });
+    request_header_timer_->enableTimer(std::chrono::milliseconds(hcm.request_headers_timeout_ms));
   }
   if (hcm.access_log_flush_interval_ms > 0) {
     // conn_manager_impl.cc:999-1017: periodic log until the stream completes (StreamInfo's
@@ -231,6 +241,8 @@ void ActiveStream::decodeHeaders(HeaderMapPtr headers, bool end_stream) {
   headers->remove("proxy-connection");
   headers->remove("transfer-encoding");
   if (encoder_) info_.request_wire_bytes = encoder_->requestWireBytes();
+  if (request_header_timer_) request_header_timer_->disableTimer();
+  parent_.factory().createFilterChain(filter_manager_, parent_.workerId());
   resetIdleTimer();
   filter_manager_.decodeHeaders(std::move(headers), end_stream);
   maybeDisarmRequestTimer();
@@ -261,9 +273,11 @@ void ActiveStream::maybeDisarmRequestTimer() {
 }
 
 // conn_manager_impl.cc onIdleTimeout: 408 "stream timeout" before the response started, else
-// a reset.
+// a reset. (Http::Utility::maybeRequestTimeoutCode: 504 instead once the whole request was
+// received.)
 void ActiveStream::onIdleTimeout() {
   if (ended_) return;
+  parent_.factory().stats().downstream_rq_idle_timeout.inc();
   if (filter_manager_.responseHeadersEncoded()) {
     resetDownstream();
     return;
@@ -274,11 +288,20 @@ void ActiveStream::onIdleTimeout() {
 // conn_manager_impl.cc onRequestTimeout: 408 "request timeout".
 void ActiveStream::onRequestTimeout() {
   if (ended_) return;
+  parent_.factory().stats().downstream_rq_timeout.inc();
   if (filter_manager_.responseHeadersEncoded()) {
     resetDownstream();
     return;
   }
   filter_manager_.sendLocalReply(408, "request timeout", nullptr, "request_overall_timeout");
+}
+
+// conn_manager_impl.cc:1079-1085 onRequestHeaderTimeout: 408 "request header timeout". Only
+// armed until the headers are decoded, so no filter exists yet and nothing was encoded.
+void ActiveStream::onRequestHeaderTimeout() {
+  if (ended_) return;
+  parent_.factory().stats().downstream_rq_header_timeout.inc();
+  filter_manager_.sendLocalReply(408, "request header timeout", nullptr, "request_header_timeout");
 }
 
 // The downstream went away mid-stream (client abort): the golang filter sees onDestroy with
@@ -365,6 +388,7 @@ void ActiveStream::endStream() {
   if (access_log_flush_timer_) access_log_flush_timer_->disableTimer();
   if (idle_timer_) idle_timer_->disableTimer();
   if (request_timer_) request_timer_->disableTimer();
+  if (request_header_timer_) request_header_timer_->disableTimer();
   info_.completed = std::chrono::steady_clock::now();
   parent_.factory().stats().downstream_rq_active.sub(1);
   g_active_streams.fetch_sub(1);

@@ -28,6 +28,9 @@ struct ConnectionManagerStats {
   Gauge& downstream_rq_active;
   Counter& downstream_cx_destroy_remote_active_rq;
   Counter& downstream_rq_response_before_rq_complete;
+  Counter& downstream_rq_idle_timeout;
+  Counter& downstream_rq_timeout;
+  Counter& downstream_rq_header_timeout;
 };
 
 class HttpConnectionManagerFactoryImpl : public HttpConnectionManagerFactory {
@@ -89,6 +92,7 @@ private:
   void resetIdleTimer();
   void onIdleTimeout();
   void onRequestTimeout();
+  void onRequestHeaderTimeout();
   void maybeDisarmRequestTimer();
 
   ConnectionManager& parent_;
@@ -98,6 +102,7 @@ private:
   TimerPtr access_log_flush_timer_; // DownstreamPeriodic logs
   TimerPtr idle_timer_;             // stream_idle_timeout_ms, reset on every frame
   TimerPtr request_timer_;          // request_timeout_ms, until the request is complete
+  TimerPtr request_header_timer_;   // request_headers_timeout_ms, until the headers are decoded
   bool ended_ = false;
 };
 

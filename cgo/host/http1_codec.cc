@@ -530,6 +530,12 @@ int ServerConnection::onMessageBegin() {
   processing_trailers_ = false;
   header_count_ = 0;
   error_status_ = 0;
+  // The stream starts with the request's first byte, as Envoy's ServerConnectionImpl::
+  // onMessageBeginImpl calls newStream (codec_impl.cc), so the connection manager's
+  // stream_idle_timeout, request_timeout and request_headers_timeout run while the headers
+  // arrive (a client sending them a byte at a time is timed out).
+  stream_ = std::make_unique<ActiveRequest>(this);
+  stream_->decoder_ = &callbacks_->newStream(*stream_);
   return 0;
 }
 
@@ -641,11 +647,11 @@ int ServerConnection::onHeadersComplete() {
   header_count_ = 0;
   processing_trailers_ = true;
 
-  stream_ = std::make_unique<ActiveRequest>(this);
+  // The stream exists since the first byte (onMessageBegin); a timeout may have ended it.
+  if (!stream_ || stream_->decoder_ == nullptr) return -1;
   stream_->head_ = parser_.method == HTTP_HEAD;
   stream_->close_requested_ = close_requested;
   stream_->protocol_ = 1;
-  stream_->decoder_ = &callbacks_->newStream(*stream_);
 
   const bool chunked = te != nullptr;  // "chunked" exactly: anything else was refused above
   const bool has_body = chunked || (parser_.content_length > 0 && parser_.content_length != ULLONG_MAX);

@@ -113,8 +113,6 @@ private:
   HeaderMapPtr headers_;        // request headers being parsed (or trailers)
   bool processing_trailers_ = false;
   uint32_t header_count_ = 0;
-  size_t header_bytes_ = 0;
-  bool countHeaderBytes(size_t n);
   int error_status_ = 0;        // set by a parser callback that rejects the request
   Buffer body_;                 // body bytes parsed in the current dispatch, not yet delivered
   // A chunked request body is read by chunked_ (Balsa's rules), not by http_parser, which

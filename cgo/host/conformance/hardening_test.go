@@ -59,14 +59,14 @@ func startScripted(t testing.TB, answer func(path string) (raw string, close boo
 	return u
 }
 
-func startHardening(t testing.TB, raw int, listeners ...string) *hostProc {
+// hardeningListeners are the listeners of testdata/hardening.yaml.tmpl.
+var hardeningListeners = []string{"main", "hdrto", "idleto", "rqto"}
+
+func startHardening(t testing.TB, raw int) *hostProc {
 	t.Helper()
 	findBinaries(t)
 	a1 := startUpstream(t, "a1")
-	if len(listeners) == 0 {
-		listeners = []string{"main"}
-	}
-	return startHost(t, hostSpec{tmpl: "hardening", listeners: listeners, data: map[string]any{"A1": a1.Port, "Raw": raw}})
+	return startHost(t, hostSpec{tmpl: "hardening", listeners: hardeningListeners, data: map[string]any{"A1": a1.Port, "Raw": raw}})
 }
 
 // TestUpstreamProtocolErrors: responses Envoy's HTTP/1 client codec refuses end the upstream
@@ -237,4 +237,114 @@ func TestUpstreamProtocolErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSlowRequestHeaders: the stream starts with the request's first byte (Envoy's codec calls
+// newStream from onMessageBegin), so headers sent a byte at a time are timed out by
+// request_headers_timeout, stream_idle_timeout and request_timeout alike
+// (conn_manager_impl.cc:968-989, onIdleTimeout/onRequestTimeout/onRequestHeaderTimeout): a 408
+// local reply with no filter run (the chain is created with the headers), and the connection
+// closes. A keep-alive connection with no byte of a next request has no stream to time out.
+func TestSlowRequestHeaders(t *testing.T) {
+	h := startHardening(t, freePort(t))
+	cases := []struct{ listener, body, counter string }{
+		{"hdrto", "request header timeout", "http.hdrto.downstream_rq_header_timeout"},
+		{"idleto", "stream timeout", "http.idleto.downstream_rq_idle_timeout"},
+		{"rqto", "request timeout", "http.rqto.downstream_rq_timeout"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.listener, func(t *testing.T) {
+			before := h.stats(t)
+			rc := h.dial(t, tc.listener)
+			// One request that would never complete: a byte every 100 ms, at most 50 (5 s),
+			// while reading for the answer in between.
+			const line = "GET /echo HTTP/1.1\r\nHost: test.com\r\nx-slow: "
+			start := time.Now()
+			got := make(chan error, 1)
+			var res *http.Response
+			var body string
+			go func() {
+				var err error
+				res, body, err = rc.readResponse("GET")
+				got <- err
+			}()
+			var err error
+		send:
+			for i := 0; i < 50; i++ {
+				select {
+				case err = <-got:
+					break send
+				case <-time.After(100 * time.Millisecond):
+				}
+				b := "a"
+				if i < len(line) {
+					b = line[i : i+1]
+				}
+				rc.c.SetWriteDeadline(time.Now().Add(time.Second))
+				if _, werr := rc.c.Write([]byte(b)); werr != nil {
+					err = <-got
+					break
+				}
+			}
+			if err == nil && res == nil {
+				err = <-got
+			}
+			elapsed := time.Since(start)
+			if err != nil {
+				t.Fatalf("no response after %v: %v", elapsed, err)
+			}
+			if res.StatusCode != 408 || body != tc.body {
+				t.Fatalf("got %d %q, want 408 %q", res.StatusCode, body, tc.body)
+			}
+			// The timers run from the first byte: 400 ms, not 400 ms after the headers.
+			if elapsed < 300*time.Millisecond || elapsed > 3*time.Second {
+				t.Errorf("answered after %v, want about 400ms", elapsed)
+			}
+			if !res.Close {
+				t.Errorf("the 408 does not say connection: close")
+			}
+			if !rc.closedByPeer(3 * time.Second) {
+				t.Errorf("the connection stayed open after the 408")
+			}
+			after := h.stats(t)
+			if d := after[tc.counter] - before[tc.counter]; d != 1 {
+				t.Errorf("%s grew by %d, want 1", tc.counter, d)
+			}
+			if d := after["http."+tc.listener+".downstream_rq_4xx"] - before["http."+tc.listener+".downstream_rq_4xx"]; d != 1 {
+				t.Errorf("downstream_rq_4xx grew by %d, want 1", d)
+			}
+			// No filter was created: Go saw neither headers nor a log/destroy of this stream.
+			for _, c := range []string{"moe_host.go.on_http_header", "moe_host.go.on_http_log", "moe_host.go.on_http_destroy"} {
+				if d := after[c] - before[c]; d != 0 {
+					t.Errorf("%s grew by %d, want 0 (no filter before the headers)", c, d)
+				}
+			}
+		})
+	}
+	// Idle between requests is no stream: waiting longer than every timeout, then sending the
+	// next request on the same connection, works.
+	for _, l := range []string{"hdrto", "idleto", "rqto"} {
+		t.Run("KeepAliveIdle/"+l, func(t *testing.T) {
+			rc := h.dial(t, l)
+			rc.write("GET /echo HTTP/1.1\r\nHost: test.com\r\n\r\n")
+			if res, _, err := rc.readResponse("GET"); err != nil || res.StatusCode != 200 {
+				t.Fatalf("first request: %v %v", res, err)
+			}
+			time.Sleep(700 * time.Millisecond)
+			rc.write("GET /echo HTTP/1.1\r\nHost: test.com\r\n\r\n")
+			if res, _, err := rc.readResponse("GET"); err != nil || res.StatusCode != 200 {
+				t.Fatalf("request after an idle keep-alive: %v %v", res, err)
+			}
+		})
+	}
+	// Headers in time: the header timer stops with them, a slow body is not its business.
+	t.Run("HeadersInTimeSlowBody", func(t *testing.T) {
+		rc := h.dial(t, "hdrto")
+		rc.write("POST /echo HTTP/1.1\r\nHost: test.com\r\ncontent-length: 2\r\n\r\n")
+		time.Sleep(700 * time.Millisecond)
+		rc.write("ok")
+		if res, _, err := rc.readResponse("POST"); err != nil || res.StatusCode != 200 {
+			t.Fatalf("slow body after timely headers: %v %v", res, err)
+		}
+	})
 }

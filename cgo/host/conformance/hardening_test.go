@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -347,4 +348,44 @@ func TestSlowRequestHeaders(t *testing.T) {
 			t.Fatalf("slow body after timely headers: %v %v", res, err)
 		}
 	})
+}
+
+// TestSignals: SIGHUP is eaten with a warning and SIGUSR1 reopens the access logs (server.cc:
+// 1016-1023); neither stops the host nor resets a request in flight. (Their default action,
+// which the host had, kills the process.)
+func TestSignals(t *testing.T) {
+	h := startHardening(t, freePort(t))
+	rc := h.dial(t, "main")
+	rc.write("POST /echo HTTP/1.1\r\nHost: test.com\r\ncontent-length: 2\r\n\r\no")
+	for _, sig := range []syscall.Signal{syscall.SIGHUP, syscall.SIGUSR1, syscall.SIGHUP} {
+		if err := h.Signal(sig); err != nil {
+			t.Fatalf("signal %v: %v", sig, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	rc.write("k")
+	res, body, err := rc.readResponse("POST")
+	if err != nil || res.StatusCode != 200 {
+		t.Fatalf("the request in flight across the signals: %v %v", res, err)
+	}
+	if !strings.Contains(body, "ok") {
+		t.Errorf("echoed body %q lacks the request body", body)
+	}
+	h.alive(t)
+	if r := h.must(t, req{listener: "main", path: "/echo"}); r.status != 200 {
+		t.Errorf("a request after the signals: %d", r.status)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		out := h.Output()
+		hup := strings.Count(out, "caught and eating SIGHUP. See documentation for how to hot restart.")
+		usr1 := strings.Count(out, "caught SIGUSR1. Reopening access logs.")
+		if hup == 2 && usr1 == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("log lines: %d SIGHUP (want 2), %d SIGUSR1 (want 1)", hup, usr1)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

@@ -72,7 +72,8 @@ ConnectionManagerStats::ConnectionManagerStats(const std::string& prefix)
           moe::stats().counter(prefix + "downstream_rq_response_before_rq_complete")),
       downstream_rq_idle_timeout(moe::stats().counter(prefix + "downstream_rq_idle_timeout")),
       downstream_rq_timeout(moe::stats().counter(prefix + "downstream_rq_timeout")),
-      downstream_rq_header_timeout(moe::stats().counter(prefix + "downstream_rq_header_timeout")) {
+      downstream_rq_header_timeout(moe::stats().counter(prefix + "downstream_rq_header_timeout")),
+      downstream_rq_ws_on_non_ws_route(moe::stats().counter(prefix + "downstream_rq_ws_on_non_ws_route")) {
   for (int i = 0; i < 5; i++) {
     downstream_rq_xx[i] = &moe::stats().counter(prefix + "downstream_rq_" + std::to_string(i + 1) + "xx");
   }
@@ -233,10 +234,13 @@ void ActiveStream::decodeHeaders(HeaderMapPtr headers, bool end_stream) {
   }
   info_.request_id = *headers->get("x-request-id");
   headers->setOnly("x-forwarded-proto", "http");
-  // Hop-by-hop headers never reach the filters (conn_manager_utility.cc:132-145); upgrades are
-  // not supported by the host, so connection/upgrade always go.
-  headers->remove("connection");
-  headers->remove("upgrade");
+  // Hop-by-hop headers never reach the filters (conn_manager_utility.cc:132-145); connection
+  // and upgrade stay on an upgrade request (the codec kept them only there), which the filter
+  // manager refuses with 403 as no upgrade_configs exist.
+  if (!isUpgradeRequest(*headers)) {
+    headers->remove("connection");
+    headers->remove("upgrade");
+  }
   headers->remove("keep-alive");
   headers->remove("proxy-connection");
   headers->remove("transfer-encoding");
@@ -375,6 +379,8 @@ MatchedRouteConstSharedPtr ActiveStream::matchRoute(const HeaderMap& request_hea
 bool ActiveStream::clusterExists(const std::string& name) {
   return parent_.factory().server().clusterManager().get(name) != nullptr;
 }
+
+void ActiveStream::onUpgradeRejected() { parent_.factory().stats().downstream_rq_ws_on_non_ws_route.inc(); }
 
 void ActiveStream::readDisableDownstream(bool disable) {
   if (encoder_) encoder_->readDisable(disable);

@@ -31,6 +31,7 @@ struct ConnectionManagerStats {
   Counter& downstream_rq_idle_timeout;
   Counter& downstream_rq_timeout;
   Counter& downstream_rq_header_timeout;
+  Counter& downstream_rq_ws_on_non_ws_route;
 };
 
 class HttpConnectionManagerFactoryImpl : public HttpConnectionManagerFactory {
@@ -83,6 +84,7 @@ public:
   MatchedRouteConstSharedPtr matchRoute(const HeaderMap& request_headers) override;
   bool clusterExists(const std::string& name) override;
   void readDisableDownstream(bool disable) override;
+  void onUpgradeRejected() override;
 
   bool ended() const { return ended_; }
 

@@ -341,6 +341,17 @@ void FilterManager::decodeHeaders(HeaderMapPtr headers, bool end_stream) {
   // The connection manager resolves the route before the filter chain runs (refreshCachedRoute).
   route();
   if (flush_access_log_on_new_request_) log(AccessLogType::DownstreamStart);
+  // conn_manager_impl.cc:1575-1590: an upgrade (or CONNECT, "a special upgrade case",
+  // filter_manager.cc createUpgradeFilterChain) on a route without an upgrade_configs entry
+  // for it is refused before any filter decodes it: 403, empty body, and the connection
+  // drained after the reply against smuggling in the upgrade payload. moe-host supports no
+  // upgrade_configs, so every upgrade that found a route is refused.
+  if (cached_route_ && (isUpgradeRequest(*request_headers_) || request_headers_->method() == "CONNECT")) {
+    info_.drain_connection_upon_completion = true;
+    callbacks_.onUpgradeRejected();
+    sendLocalReply(403, "", nullptr, "upgrade_failed");
+    return;
+  }
   decodeHeadersFrom(nullptr, *request_headers_, end_stream);
 }
 

@@ -127,6 +127,8 @@ public:
   // when the cluster exists (conn_manager_impl.cc setVirtualHostRoute).
   virtual bool clusterExists(const std::string& name) = 0;
   virtual void readDisableDownstream(bool disable) = 0;
+  // An upgrade request was refused (downstream_rq_ws_on_non_ws_route).
+  virtual void onUpgradeRejected() {}
 };
 
 class ActiveStreamFilterBase;

@@ -464,6 +464,11 @@ void ServerConnection::dispatchInput() {
     if (stream_ && stream_->request_complete_) break;
     evbuffer* in = bufferevent_get_input(bev_);
     if (evbuffer_get_length(in) == 0) break;
+    if (upgrade_payload_) {
+      // Upgrade payload of a stream that is never upgraded (see onHeadersComplete): dropped.
+      evbuffer_drain(in, evbuffer_get_length(in));
+      break;
+    }
     if (HTTP_PARSER_ERRNO(&parser_) == HPE_PAUSED) http_parser_pause(&parser_, 0);
 
     evbuffer_iovec vec;
@@ -611,18 +616,63 @@ int ServerConnection::onHeadersComplete() {
     }
   }
   std::string authority, path = url_, scheme = "http";
-  if (const std::string* host = headers_->get("host")) authority = *host;
+  // Host is Envoy's inline :authority: a repeated field is appended with ','
+  // (header_map_impl.cc insertByKey, delimiterByHeader), not dropped, and "a,b" is a valid
+  // authority to HeaderUtility::authorityIsValid; the route and the upstream see both.
+  for (auto& h : headers_->getAll("host")) {
+    if (!authority.empty()) authority.push_back(',');
+    authority.append(h);
+  }
+  const bool connect = parser_.method == HTTP_CONNECT;
   const bool origin_form = !url_.empty() && (url_[0] == '/' || (parser_.method == HTTP_OPTIONS && url_[0] == '*'));
-  if (!origin_form && parser_.method != HTTP_CONNECT) {
+  if (connect) {
+    // codec_impl.cc handlePath: a CONNECT target is authority-form only (Utility::Url::
+    // initialize with is_connect: http_parser's host:port, nothing else); it becomes
+    // :authority and the request has no :path. Origin or absolute form: 400.
+    http_parser_url u;
+    http_parser_url_init(&u);
+    if (http_parser_parse_url(url_.data(), url_.size(), 1, &u) != 0 || !(u.field_set & (1 << UF_HOST)))
+      return failRequest(400);
+    authority = url_;
+    path.clear();
+    // codec_impl.cc:883-893: a CONNECT body has no defined semantics; content-length 0 is
+    // dropped, any other is a 400.
+    if (cl != nullptr) {
+      if (*cl != "0") return failRequest(400);
+      headers_->remove("content-length");
+      cl = nullptr;
+    }
+  } else if (!origin_form) {
     // codec_impl.cc:1111-1172 (allow_absolute_url defaults to true): the request-target's
     // host replaces Host (RFC 7230 5.7) and its scheme becomes :scheme.
     if (!splitAbsoluteUrl(url_, &scheme, &authority, &path)) return failRequest(400);
   }
   if (authority.empty()) return failRequest(400);  // HeaderUtility::requestHeadersValid
 
+  // Utility::isUpgrade: an Upgrade header and "upgrade" among the Connection tokens (values of
+  // repeated fields joined, as Envoy's inline headers are). h2c is not an upgrade to Envoy: its
+  // headers are removed (codec_impl.cc:851-864). An upgrade request keeps connection and
+  // upgrade for the connection manager (conn_manager_utility.cc:134-137 strips them only from
+  // other requests), which refuses it without upgrade_configs.
+  std::string connection_value, upgrade_value;
+  bool has_upgrade = false;
+  for (auto& [k, v] : headers_->entries()) {
+    if (k == "connection") {
+      if (!connection_value.empty()) connection_value.push_back(',');
+      connection_value.append(v);
+    } else if (k == "upgrade") {
+      if (has_upgrade) upgrade_value.push_back(',');
+      upgrade_value.append(v);
+      has_upgrade = true;
+    }
+  }
+  bool upgrade = has_upgrade && hasToken(connection_value, "upgrade");
+  bool h2c = upgrade && iequals(upgrade_value, "h2c");
+  if (h2c) upgrade = false;
+
   auto request = std::make_unique<HeaderMap>();
   request->addCopy(":authority", authority);
-  request->addCopy(":path", path);
+  if (!connect) request->addCopy(":path", path);
   request->addCopy(":method", http_method_str(static_cast<enum http_method>(parser_.method)));
   request->addCopy(":scheme", scheme);
   bool close_requested = false;
@@ -630,12 +680,17 @@ int ServerConnection::onHeadersComplete() {
   for (auto& [k, v] : headers_->entries()) {
     if (k == "host") continue;
     if (k == "connection" && hasToken(v, "close")) close_requested = true;
+    if (h2c && k == "http2-settings") continue;
     if (isHopByHop(k)) continue;
     if (k == "expect" && iequals(v, "100-continue")) {
       expect_continue = true;
       continue;
     }
     request->addCopy(k, v);
+  }
+  if (upgrade) {
+    request->addCopy("connection", connection_value);
+    request->addCopy("upgrade", upgrade_value);
   }
   if (expect_continue) {
     // conn_manager_impl.cc:1431-1441: without proxy_100_continue Envoy answers
@@ -653,6 +708,17 @@ int ServerConnection::onHeadersComplete() {
   stream_->close_requested_ = close_requested;
   stream_->protocol_ = 1;
 
+  if (upgrade || connect) {
+    // codec_impl.cc:878-896, 950-965: an upgrade or CONNECT request puts the codec in upgrade
+    // mode: the headers are decoded without end_stream, whatever follows them is upgrade
+    // payload (never parsed as HTTP: no request smuggled behind a refused upgrade), and the
+    // request never completes, so the response closes the connection. moe-host supports no
+    // upgrade (no upgrade_configs): the connection manager answers 403, or the router 404
+    // for a CONNECT no route matches; the payload is discarded.
+    upgrade_payload_ = true;
+    stream_->decoder_->decodeHeaders(std::move(request), false);
+    return 2;
+  }
   const bool chunked = te != nullptr;  // "chunked" exactly: anything else was refused above
   const bool has_body = chunked || (parser_.content_length > 0 && parser_.content_length != ULLONG_MAX);
   if (chunked) {
@@ -704,8 +770,8 @@ void ServerConnection::flushBody(bool end_stream) {
 
 int ServerConnection::onMessageComplete() {
   // http_parser ends its message right after the headers of a chunked request (onHeadersComplete
-  // returned 2); the body follows, read by chunked_.
-  if (reading_chunked_) return 0;
+  // returned 2); the body follows, read by chunked_. Likewise for an upgrade: payload follows.
+  if (reading_chunked_ || upgrade_payload_) return 0;
   if (processing_trailers_ && last_was_value_ && !commitHeader()) return -1;
   onRequestComplete();
   return 0;

@@ -120,6 +120,9 @@ private:
   // re-initialised for the next request when the body ends.
   ChunkedDecoder chunked_;
   bool reading_chunked_ = false;
+  // The current request is an upgrade or CONNECT: the bytes after its headers are upgrade
+  // payload, not HTTP; the connection closes after the response.
+  bool upgrade_payload_ = false;
 
   std::unique_ptr<ActiveRequest> stream_;
   uint64_t unclaimed_wire_bytes_ = 0;  // parsed before the current request's stream existed

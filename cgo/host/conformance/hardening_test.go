@@ -389,3 +389,142 @@ func TestSignals(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// rawExchange writes raw on a new connection to listener and reads one response.
+func rawExchange(t *testing.T, h *hostProc, listener, method, raw string) (*rawConn, *http.Response, string) {
+	t.Helper()
+	rc := h.dial(t, listener)
+	rc.write(raw)
+	res, body, err := rc.readResponse(method)
+	if err != nil {
+		t.Fatalf("no response: %v", err)
+	}
+	return rc, res, body
+}
+
+// TestRequestTargetsAndUpgrades: what Envoy's HTTP/1 codec and connection manager do with
+// repeated Host, CONNECT and Upgrade requests.
+func TestRequestTargetsAndUpgrades(t *testing.T) {
+	up := startScripted(t, func(path string) (string, bool) {
+		return "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", false
+	})
+	h := startHardening(t, up.Port)
+	seen := func() []string {
+		up.mu.Lock()
+		defer up.mu.Unlock()
+		return append([]string(nil), up.seen...)
+	}
+
+	// Host is Envoy's inline :authority: a second field is appended with ',' (header_map_impl.cc
+	// insertByKey), which authorityIsValid accepts; the upstream gets both, not the first.
+	t.Run("TwoHostHeaders", func(t *testing.T) {
+		_, res, body := rawExchange(t, h, "main", "GET", "GET /echo HTTP/1.1\r\nHost: test.com\r\nHost: other.com\r\n\r\n")
+		if res.StatusCode != 200 {
+			t.Fatalf("status %d %q", res.StatusCode, body)
+		}
+		rep := echoOf(t, body)
+		if rep.Host != "test.com,other.com" {
+			t.Errorf("upstream host %q, want %q", rep.Host, "test.com,other.com")
+		}
+	})
+
+	// CONNECT takes the authority form only (codec_impl.cc handlePath, Url::initialize with
+	// is_connect): anything else is a 400 and the connection closes.
+	for name, raw := range map[string]string{
+		"OriginForm":    "CONNECT /raw/connect HTTP/1.1\r\nHost: test.com\r\n\r\n",
+		"AbsoluteForm":  "CONNECT http://test.com/raw/connect HTTP/1.1\r\nHost: test.com\r\n\r\n",
+		"NoPort":        "CONNECT test.com HTTP/1.1\r\nHost: test.com\r\n\r\n",
+		"ContentLength": "CONNECT test.com:443 HTTP/1.1\r\nHost: test.com:443\r\nContent-Length: 4\r\n\r\nabcd",
+	} {
+		t.Run("Connect/"+name, func(t *testing.T) {
+			before := len(seen())
+			rc, res, _ := rawExchange(t, h, "main", "CONNECT", raw)
+			if res.StatusCode != 400 {
+				t.Fatalf("status %d, want 400", res.StatusCode)
+			}
+			if !rc.closedByPeer(3 * time.Second) {
+				t.Errorf("connection left open")
+			}
+			if n := len(seen()); n != before {
+				t.Errorf("the upstream got %v", seen()[before:])
+			}
+		})
+	}
+	// An authority-form CONNECT has no :path: only a connect_matcher route could take it
+	// (config_impl.cc:1823), so the router answers 404; the bytes after it are tunnel payload,
+	// never a request, and the connection closes (the request never completes).
+	t.Run("Connect/AuthorityFormNoRoute", func(t *testing.T) {
+		before := len(seen())
+		rc, res, _ := rawExchange(t, h, "main", "CONNECT",
+			"CONNECT test.com:443 HTTP/1.1\r\nHost: test.com:443\r\n\r\nGET /raw/smuggled HTTP/1.1\r\nHost: test.com\r\n\r\n")
+		if res.StatusCode != 404 {
+			t.Fatalf("status %d, want 404", res.StatusCode)
+		}
+		if !rc.closedByPeer(3 * time.Second) {
+			t.Errorf("connection left open")
+		}
+		time.Sleep(100 * time.Millisecond)
+		if n := len(seen()); n != before {
+			t.Errorf("the upstream got %v", seen()[before:])
+		}
+	})
+
+	// An upgrade on a route without upgrade_configs: 403 with an empty body before any filter
+	// decodes it, and the connection closes after it (conn_manager_impl.cc:1575-1590), so
+	// what follows the headers is never parsed as a request.
+	for name, conn := range map[string]string{"Upgrade": "Upgrade", "KeepAliveUpgrade": "keep-alive, upgrade"} {
+		t.Run("Upgrade/"+name, func(t *testing.T) {
+			before := h.stats(t)
+			seenBefore := len(seen())
+			rc, res, body := rawExchange(t, h, "main", "GET",
+				"GET /raw/ws HTTP/1.1\r\nHost: test.com\r\nConnection: "+conn+"\r\nUpgrade: websocket\r\n\r\n"+
+					"GET /raw/smuggled HTTP/1.1\r\nHost: test.com\r\n\r\n")
+			if res.StatusCode != 403 || body != "" {
+				t.Fatalf("got %d %q, want 403 and no body", res.StatusCode, body)
+			}
+			if !res.Close {
+				t.Errorf("the 403 does not say connection: close")
+			}
+			if !rc.closedByPeer(3 * time.Second) {
+				t.Errorf("connection left open")
+			}
+			after := h.stats(t)
+			if d := after["http.main.downstream_rq_ws_on_non_ws_route"] - before["http.main.downstream_rq_ws_on_non_ws_route"]; d != 1 {
+				t.Errorf("downstream_rq_ws_on_non_ws_route grew by %d, want 1", d)
+			}
+			time.Sleep(100 * time.Millisecond)
+			if n := len(seen()); n != seenBefore {
+				t.Errorf("the upstream got %v", seen()[seenBefore:])
+			}
+			h.alive(t)
+		})
+	}
+	// Not upgrades to Envoy: Upgrade without the connection token, and h2c (whose headers the
+	// codec removes, codec_impl.cc:859-864): plain requests, upgrade headers stripped.
+	for name, hdrs := range map[string]string{
+		"UpgradeWithoutConnectionToken": "Upgrade: websocket\r\n",
+		"H2c":                           "Connection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQAAP__\r\n",
+	} {
+		t.Run("NotUpgrade/"+name, func(t *testing.T) {
+			_, res, body := rawExchange(t, h, "main", "GET", "GET /echo HTTP/1.1\r\nHost: test.com\r\n"+hdrs+"\r\n")
+			if res.StatusCode != 200 {
+				t.Fatalf("status %d %q", res.StatusCode, body)
+			}
+			rep := echoOf(t, body)
+			for _, k := range []string{"upgrade", "connection", "http2-settings"} {
+				if v := rep.Values(k); len(v) > 0 {
+					t.Errorf("upstream got %s: %v", k, v)
+				}
+			}
+		})
+	}
+}
+
+func echoOf(t *testing.T, body string) *echoReply {
+	t.Helper()
+	rep, err := parseEcho(body)
+	if err != nil {
+		t.Fatalf("echo reply %q: %v", body, err)
+	}
+	return rep
+}

@@ -60,6 +60,7 @@ int64_t activeDownstreamStreams() { return g_active_streams.load(); }
 
 std::unique_ptr<HttpConnectionManagerFactory>
 createHttpConnectionManagerFactory(const bootstrap::Listener& config, Server& server) {
+  // Throws when Go rejects a config (filter or per-route) or a library fails to load.
   return std::make_unique<HttpConnectionManagerFactoryImpl>(config, server);
 }
 
@@ -73,7 +74,8 @@ ConnectionManagerStats::ConnectionManagerStats(const std::string& prefix)
       downstream_rq_idle_timeout(moe::stats().counter(prefix + "downstream_rq_idle_timeout")),
       downstream_rq_timeout(moe::stats().counter(prefix + "downstream_rq_timeout")),
       downstream_rq_header_timeout(moe::stats().counter(prefix + "downstream_rq_header_timeout")),
-      downstream_rq_ws_on_non_ws_route(moe::stats().counter(prefix + "downstream_rq_ws_on_non_ws_route")) {
+      downstream_rq_ws_on_non_ws_route(moe::stats().counter(prefix + "downstream_rq_ws_on_non_ws_route")),
+      downstream_cx_drain_close(moe::stats().counter(prefix + "downstream_cx_drain_close")) {
   for (int i = 0; i < 5; i++) {
     downstream_rq_xx[i] = &moe::stats().counter(prefix + "downstream_rq_" + std::to_string(i + 1) + "xx");
   }
@@ -87,7 +89,6 @@ HttpConnectionManagerFactoryImpl::HttpConnectionManagerFactoryImpl(const bootstr
                                                                    Server& server)
     : config_(config), server_(server),
       stats_("http." + config.hcm.stat_prefix + ".") {
-  route_table_ = std::make_unique<RouteTable>(config_.hcm.route_config);
   // Envoy's filter stat prefix is the HCM's "http.<stat_prefix>." (config.cc:33 adds "golang.").
   const std::string filter_stats_prefix = "http." + config_.hcm.stat_prefix + ".";
   for (auto& hf : config_.hcm.http_filters) {
@@ -96,16 +97,22 @@ HttpConnectionManagerFactoryImpl::HttpConnectionManagerFactoryImpl(const bootstr
       ff.golang = std::make_shared<golang::FilterConfig>(hf, filter_stats_prefix, server.concurrency());
       // Throws (host exits 1) when Go rejects the config, as Envoy rejects it.
       ff.golang->newGoPluginConfig();
-      golang::RoutePluginConfigs::preload(config_.hcm.route_config, hf.name);
     }
     filters_.push_back(std::move(ff));
+  }
+  // After the filters: per-route golang configs are parsed for libraries already loaded.
+  if (config_.hcm.rds) {
+    route_provider_ = rdsRouteConfigProvider(*config_.hcm.rds, filter_stats_prefix);
+  } else {
+    route_provider_ = staticRouteConfigProvider(config_.hcm.route_config);
   }
 }
 
 std::unique_ptr<ServerConnectionCallbacks>
 HttpConnectionManagerFactoryImpl::createConnectionManager(Dispatcher& worker,
                                                           const ConnectionInfo& conn) {
-  return std::make_unique<ConnectionManager>(*this, worker, conn);
+  return std::make_unique<ConnectionManager>(
+      std::static_pointer_cast<HttpConnectionManagerFactoryImpl>(shared_from_this()), worker, conn);
 }
 
 void HttpConnectionManagerFactoryImpl::createFilterChain(FilterManager& fm, uint32_t worker_id) const {
@@ -125,9 +132,9 @@ void HttpConnectionManagerFactoryImpl::createFilterChain(FilterManager& fm, uint
 // ConnectionManager: one per downstream connection, on its worker thread.
 // ---------------------------------------------------------------------------------------------
 
-ConnectionManager::ConnectionManager(HttpConnectionManagerFactoryImpl& factory, Dispatcher& worker,
+ConnectionManager::ConnectionManager(std::shared_ptr<HttpConnectionManagerFactoryImpl> factory, Dispatcher& worker,
                                      const ConnectionInfo& conn)
-    : factory_(factory), worker_(worker),
+    : factory_(std::move(factory)), worker_(worker),
       worker_id_(workerIdFromName(worker.name(), worker.workerId())), conn_(conn) {}
 
 ConnectionManager::~ConnectionManager() {
@@ -164,7 +171,7 @@ void ConnectionManager::removeStream(ActiveStream* stream) {
 void ConnectionManager::onRemoteCloseWithActiveStream() {
   if (counted_remote_close_) return;
   counted_remote_close_ = true;
-  factory_.stats().downstream_cx_destroy_remote_active_rq.inc();
+  factory_->stats().downstream_cx_destroy_remote_active_rq.inc();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -248,6 +255,8 @@ void ActiveStream::decodeHeaders(HeaderMapPtr headers, bool end_stream) {
   if (request_header_timer_) request_header_timer_->disableTimer();
   parent_.factory().createFilterChain(filter_manager_, parent_.workerId());
   resetIdleTimer();
+  // conn_manager_impl.cc decodeHeaders: snapRouteConfig() before the filters run.
+  if (!route_config_) route_config_ = parent_.factory().routeConfig();
   filter_manager_.decodeHeaders(std::move(headers), end_stream);
   maybeDisarmRequestTimer();
 }
@@ -328,8 +337,12 @@ void ActiveStream::encodeHeadersToCodec(HeaderMap& headers, bool end_stream) {
   if (!filter_manager_.remoteDecodeComplete()) {
     parent_.factory().stats().downstream_rq_response_before_rq_complete.inc();
   }
+  // A listener version that was replaced or removed drains its connections
+  // (conn_manager_impl.cc encodeHeaders: drain_close_.drainClose() -> startDrainSequence).
+  bool drain_close = parent_.factory().drainClose();
+  if (drain_close) parent_.factory().stats().downstream_cx_drain_close.inc();
   if (parent_.factory().server().draining() || info_.drain_connection_upon_completion ||
-      !filter_manager_.remoteDecodeComplete()) {
+      !filter_manager_.remoteDecodeComplete() || drain_close) {
     encoder_->setCloseAfterResponse();
   }
   // ActiveStream::encodeHeaders (conn_manager_impl.cc:1917-1935): a date header when absent, the
@@ -373,7 +386,9 @@ void ActiveStream::resetDownstream() {
 }
 
 MatchedRouteConstSharedPtr ActiveStream::matchRoute(const HeaderMap& request_headers) {
-  return parent_.factory().routeTable().route(request_headers);
+  if (!route_config_) route_config_ = parent_.factory().routeConfig();
+  if (!route_config_) return nullptr; // an RDS table that never loaded: no route (404)
+  return route_config_->table().route(request_headers, route_config_);
 }
 
 bool ActiveStream::clusterExists(const std::string& name) {

@@ -58,7 +58,8 @@ FilterHeadersStatus RouterFilter::decodeHeaders(HeaderMap& headers, bool end_str
     return FilterHeadersStatus::StopIteration;
   }
   const bootstrap::RouteAction& action = *route->route->route;
-  Cluster* cluster = route->cluster_name.empty() ? nullptr : cm_.get(route->cluster_name);
+  cluster_ = route->cluster_name.empty() ? nullptr : cm_.get(route->cluster_name);
+  Cluster* cluster = cluster_.get();
   if (cluster == nullptr) {
     // router.cc:566-575: unknown cluster (a cluster_header naming no cluster, too) -> the route's
     // cluster_not_found_response_code (503 by default), empty body, flag NC.

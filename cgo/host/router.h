@@ -39,6 +39,7 @@ private:
 
   ClusterManager& cm_;
   StreamDecoderFilterCallbacks* callbacks_ = nullptr;
+  ClusterSharedPtr cluster_; // held while the request uses it (CDS may replace it meanwhile)
   UpstreamRequestPtr upstream_;
   TimerPtr response_timer_;
   uint64_t timeout_ms_ = 0;

@@ -72,10 +72,14 @@ public:
                                         bool override_strict) = 0;
 };
 
+using ClusterSharedPtr = std::shared_ptr<Cluster>;
+
 class ClusterManager {
 public:
   virtual ~ClusterManager() = default;
-  virtual Cluster* get(const std::string& name) = 0; // nullptr when unknown
+  // nullptr when unknown. Thread-safe; the caller keeps the cluster alive while it uses it (a
+  // CDS update may remove or replace it meanwhile, as in Envoy).
+  virtual ClusterSharedPtr get(const std::string& name) = 0;
 };
 
 } // namespace moe

@@ -17,7 +17,6 @@ import (
 
 	"github.com/moeproxy/moe/cmd/moectl/internal/plugincheck"
 	"github.com/moeproxy/moe/cmd/moectl/internal/pluginconfig"
-	"github.com/moeproxy/moe/cmd/moectl/validate"
 )
 
 // compile checks plugin configs with the framework's registry (every plugin of the bundle
@@ -25,7 +24,6 @@ import (
 func init() { plugincheck.Validate = pluginconfig.Validate }
 
 func main() {
-	validate.RunChildIfRequested()
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 

@@ -631,7 +631,7 @@ var Catalog = []Entry{
 			{Path: "request_id.generate", Type: "bool", Default: "`true`", Required: false, Validation: "", Description: "set a UUID v4 when the request has none (Envoy usually has set one already)"},
 			{Path: "request_id.include_in_response", Type: "bool", Default: "`true`", Required: false, Validation: "", Description: "return it in the response (local replies included)"},
 			{Path: "exporter", Type: "object", Default: "", Required: false, Validation: "", Description: "OTLP/HTTP export of sampled spans; no `endpoint`: propagation only"},
-			{Path: "exporter.endpoint", Type: "string", Default: "", Required: false, Validation: "`http://` or `https://` URL with a host", Description: "the collector's traces URL, e.g. `http://127.0.0.1:4318/v1/traces`"},
+			{Path: "exporter.endpoint", Type: "string", Default: "", Required: false, Validation: "`http://` or `https://` URL with a host (and a port 1..65535, if any)", Description: "the collector's traces URL, e.g. `http://127.0.0.1:4318/v1/traces`"},
 			{Path: "exporter.headers", Type: "map[string]string", Default: "", Required: false, Validation: "header names; no CR/LF/NUL", Description: "sent with every export (an API key); never logged"},
 			{Path: "exporter.timeout", Type: "duration", Default: "`5s`", Required: false, Validation: "> 0", Description: "one export; also how long destroying the config waits to flush"},
 			{Path: "exporter.compression", Type: "string", Default: "`none`", Required: false, Validation: "`none` or `gzip`", Description: ""},

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moeproxy/moe/plugins/internal/redisclient/redistest"
+	"github.com/moeproxy/moe/shared/testing/redistest"
 	"github.com/moeproxy/moe/shared/api"
 	"github.com/moeproxy/moe/shared/testing/fakeframework"
 )

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/moeproxy/moe/plugins/internal/redisclient/redistest"
+	"github.com/moeproxy/moe/shared/testing/redistest"
 	"github.com/moeproxy/moe/shared/testing/fakeenvoy"
 )
 

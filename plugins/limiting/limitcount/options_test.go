@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/moeproxy/moe/plugins/internal/redisclient/redistest"
+	"github.com/moeproxy/moe/shared/testing/redistest"
 	"github.com/moeproxy/moe/shared/testing/fakeenvoy"
 )
 

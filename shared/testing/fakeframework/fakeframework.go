@@ -387,6 +387,10 @@ type Config interface {
 // initialises it with an Env for plugin whose metrics the test can read.
 func Parse[C Config](t testing.TB, plugin string, newConfig func() any, js string, route bool) (C, *Env, error) {
 	t.Helper()
+	return parse[C](plugin, newConfig, js, route, false)
+}
+
+func parse[C Config](plugin string, newConfig func() any, js string, route, checking bool) (C, *Env, error) {
 	var zero C
 	c := newConfig().(C)
 	if err := config.DecodeStrict([]byte(js), c); err != nil {
@@ -396,6 +400,7 @@ func Parse[C Config](t testing.TB, plugin string, newConfig func() any, js strin
 		return zero, nil, err
 	}
 	env := NewEnv(plugin, route)
+	env.Checking = checking
 	if err := c.Init(env); err != nil {
 		return zero, nil, err
 	}

@@ -75,7 +75,11 @@ ConnectionManagerStats::ConnectionManagerStats(const std::string& prefix)
       downstream_rq_timeout(moe::stats().counter(prefix + "downstream_rq_timeout")),
       downstream_rq_header_timeout(moe::stats().counter(prefix + "downstream_rq_header_timeout")),
       downstream_rq_ws_on_non_ws_route(moe::stats().counter(prefix + "downstream_rq_ws_on_non_ws_route")),
-      downstream_cx_drain_close(moe::stats().counter(prefix + "downstream_cx_drain_close")) {
+      downstream_cx_drain_close(moe::stats().counter(prefix + "downstream_cx_drain_close")),
+      downstream_flow_control_paused_reading_total(
+          moe::stats().counter(prefix + "downstream_flow_control_paused_reading_total")),
+      downstream_flow_control_resumed_reading_total(
+          moe::stats().counter(prefix + "downstream_flow_control_resumed_reading_total")) {
   for (int i = 0; i < 5; i++) {
     downstream_rq_xx[i] = &moe::stats().counter(prefix + "downstream_rq_" + std::to_string(i + 1) + "xx");
   }
@@ -397,8 +401,21 @@ bool ActiveStream::clusterExists(const std::string& name) {
 
 void ActiveStream::onUpgradeRejected() { parent_.factory().stats().downstream_rq_ws_on_non_ws_route.inc(); }
 
+// conn_manager_impl.cc:2085-2106 onDecoderFilterAbove/BelowWriteBufferLowWatermark.
 void ActiveStream::readDisableDownstream(bool disable) {
   if (encoder_) encoder_->readDisable(disable);
+  (disable ? parent_.factory().stats().downstream_flow_control_paused_reading_total
+           : parent_.factory().stats().downstream_flow_control_resumed_reading_total)
+      .inc();
+}
+
+// The downstream connection's write buffer crossed a watermark: the filter manager's
+// downstream watermark callbacks (the router pauses or resumes reading the upstream).
+void ActiveStream::onAboveWriteBufferHighWatermark() {
+  if (!ended_) filter_manager_.callHighWatermarkCallbacks();
+}
+void ActiveStream::onBelowWriteBufferLowWatermark() {
+  if (!ended_) filter_manager_.callLowWatermarkCallbacks();
 }
 
 // Stream end, conn_manager_impl.cc:369-387: onStreamComplete, access log, onDestroy; then the

@@ -34,6 +34,8 @@ struct ConnectionManagerStats {
   Counter& downstream_rq_header_timeout;
   Counter& downstream_rq_ws_on_non_ws_route;
   Counter& downstream_cx_drain_close;
+  Counter& downstream_flow_control_paused_reading_total;
+  Counter& downstream_flow_control_resumed_reading_total;
 };
 
 class HttpConnectionManagerFactoryImpl : public HttpConnectionManagerFactory {
@@ -78,6 +80,8 @@ public:
   void decodeData(Buffer& data, bool end_stream) override;
   void decodeTrailers(HeaderMapPtr trailers) override;
   void onResetStream(StreamResetReason reason) override;
+  void onAboveWriteBufferHighWatermark() override;
+  void onBelowWriteBufferLowWatermark() override;
 
   // FilterManagerCallbacks (from the filter chain)
   void encodeHeadersToCodec(HeaderMap& headers, bool end_stream) override;

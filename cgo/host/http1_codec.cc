@@ -401,7 +401,7 @@ ServerConnection::ServerConnection(Dispatcher& dispatcher, int fd, const Connect
                                    uint32_t read_limit_bytes, std::function<void(ServerConnection*)> on_closed)
     : dispatcher_(dispatcher), info_(info), server_(server),
       max_headers_bytes_(factory.maxRequestHeadersBytes()), on_closed_(std::move(on_closed)),
-      chunked_(*this, max_headers_bytes_) {
+      chunked_(*this, max_headers_bytes_), write_limit_(read_limit_bytes) {
   static Counter& cx_total = stats().counter("moe_host.downstream_cx_total");
   cx_total.inc();
   activeConnections().add(1);
@@ -415,6 +415,9 @@ ServerConnection::ServerConnection(Dispatcher& dispatcher, int fd, const Connect
   // Envoy's per_connection_buffer_limit_bytes bounds the connection's read buffer: reading
   // stops above it until the codec consumed the bytes (e.g. pipelined requests waiting).
   if (read_limit_bytes > 0) bufferevent_setwatermark(bev_, EV_READ, 0, read_limit_bytes);
+  // The write callback runs whenever a write leaves at most half the limit unsent: the low
+  // watermark (Envoy's WatermarkBuffer: low = high / 2), and the drained signal for closing.
+  if (write_limit_ > 0) bufferevent_setwatermark(bev_, EV_WRITE, write_limit_ / 2, 0);
   callbacks_ = factory.createConnectionManager(dispatcher, info_);
   bufferevent_enable(bev_, EV_READ | EV_WRITE);
 }
@@ -431,7 +434,9 @@ void ServerConnection::onReadCb(bufferevent*, void* arg) { static_cast<ServerCon
 
 void ServerConnection::onWriteCb(bufferevent*, void* arg) {
   auto* self = static_cast<ServerConnection*>(arg);
-  // Called when the output buffer drained below the write low-watermark (0).
+  // Called when the output buffer drained to the write low-watermark (half the limit) or below.
+  self->checkWriteWatermarks();
+  if (self->closed_) return;
   if (self->close_after_flush_ && !self->write_shutdown_) self->closeAfterFlush();
 }
 
@@ -541,6 +546,9 @@ int ServerConnection::onMessageBegin() {
   // arrive (a client sending them a byte at a time is timed out).
   stream_ = std::make_unique<ActiveRequest>(this);
   stream_->decoder_ = &callbacks_->newStream(*stream_);
+  // codec_impl.cc StreamEncoderImpl's constructor: a stream born on a connection still above
+  // its high watermark is told at once.
+  if (above_write_high_) stream_->decoder_->onAboveWriteBufferHighWatermark();
   return 0;
 }
 
@@ -796,6 +804,21 @@ void ServerConnection::onRequestComplete() {
 void ServerConnection::write(std::string_view data) {
   if (closed_ || data.empty()) return;
   bufferevent_write(bev_, data.data(), data.size());
+  checkWriteWatermarks();
+}
+
+// connection_impl.cc onWriteBufferHighWatermark/LowWatermark -> codec_impl.cc
+// ServerConnectionImpl::onAboveHighWatermark/onBelowLowWatermark -> the active stream.
+void ServerConnection::checkWriteWatermarks() {
+  if (write_limit_ == 0 || closed_) return;
+  const size_t pending = evbuffer_get_length(bufferevent_get_output(bev_));
+  if (!above_write_high_ && pending > write_limit_) {
+    above_write_high_ = true;
+    if (stream_ && stream_->decoder_) stream_->decoder_->onAboveWriteBufferHighWatermark();
+  } else if (above_write_high_ && pending <= write_limit_ / 2) {
+    above_write_high_ = false;
+    if (stream_ && stream_->decoder_) stream_->decoder_->onBelowWriteBufferLowWatermark();
+  }
 }
 
 bool ServerConnection::shouldCloseAfterResponse() const {

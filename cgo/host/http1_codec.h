@@ -132,6 +132,12 @@ private:
   TimerPtr resume_timer_;             // re-dispatches buffered input after readDisable(false)
   TimerPtr linger_timer_;             // bounds the wait for the peer's FIN after shutdown(WR)
   bool close_after_flush_ = false;
+  // Write-side flow control (Envoy's connection write buffer watermarks): above
+  // write_limit_ bytes of unsent output the stream is told (high watermark); at half of it
+  // or less again, told too (low). 0: no limit.
+  const uint32_t write_limit_;
+  bool above_write_high_ = false;
+  void checkWriteWatermarks();
   bool write_shutdown_ = false;
   bool closed_ = false;
 };

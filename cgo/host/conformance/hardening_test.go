@@ -2,11 +2,13 @@ package conformance
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/textproto"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -61,13 +63,21 @@ func startScripted(t testing.TB, answer func(path string) (raw string, close boo
 }
 
 // hardeningListeners are the listeners of testdata/hardening.yaml.tmpl.
-var hardeningListeners = []string{"main", "hdrto", "idleto", "rqto"}
+var hardeningListeners = []string{"main", "hdrto", "idleto", "rqto", "flow", "flowgo"}
 
+// startHardening starts the hardening host with raw as the scripted upstream's port (the
+// stall cluster points at a closed port).
 func startHardening(t testing.TB, raw int) *hostProc {
+	t.Helper()
+	return startHardeningWith(t, raw, freePort(t))
+}
+
+func startHardeningWith(t testing.TB, raw, stall int) *hostProc {
 	t.Helper()
 	findBinaries(t)
 	a1 := startUpstream(t, "a1")
-	return startHost(t, hostSpec{tmpl: "hardening", listeners: hardeningListeners, data: map[string]any{"A1": a1.Port, "Raw": raw}})
+	return startHost(t, hostSpec{tmpl: "hardening", listeners: hardeningListeners,
+		data: map[string]any{"A1": a1.Port, "Raw": raw, "Stall": stall}})
 }
 
 // TestUpstreamProtocolErrors: responses Envoy's HTTP/1 client codec refuses end the upstream
@@ -527,4 +537,216 @@ func echoOf(t *testing.T, body string) *echoReply {
 		t.Fatalf("echo reply %q: %v", body, err)
 	}
 	return rep
+}
+
+// hostRSS is the host's resident set in bytes (/proc/<pid>/status VmRSS).
+func hostRSS(t *testing.T, h *hostProc) int64 {
+	t.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", h.Pid()))
+	if err != nil {
+		t.Fatalf("host status: %v", err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			if err != nil {
+				t.Fatalf("VmRSS %q: %v", v, err)
+			}
+			return kb << 10
+		}
+	}
+	t.Fatal("no VmRSS")
+	return 0
+}
+
+// waitCounter polls name until it grew by at least want over before (bounded by d).
+func waitCounter(t *testing.T, h *hostProc, before map[string]int64, name string, want int64, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		got := h.stats(t)[name] - before[name]
+		if got >= want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s grew by %d within %v, want >= %d", name, got, d, want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// stallUpstream accepts connections and never reads from them (until the test ends).
+func stallUpstream(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// TestFlowControl: per-connection write watermarks as Envoy's (high = the buffer limit, low =
+// half of it). A downstream that does not read pauses the upstream read
+// (codec_impl.cc onAboveHighWatermark -> the router's DownstreamWatermarkManager ->
+// readDisable, upstream_request.cc:773-800), and so does a Go filter holding response data
+// over the limit (StopAndBufferWatermark: filter_manager.cc responseDataTooLarge); an upstream
+// that does not read pauses the downstream read (upstream_request.cc:810-824). The host's
+// memory stays bounded by the buffers instead of growing with the bodies.
+func TestFlowControl(t *testing.T) {
+	h := startHardeningWith(t, freePort(t), stallUpstream(t))
+	const mib = 1 << 20
+
+	t.Run("SlowReaders", func(t *testing.T) {
+		const clients, size = 3, 64 * mib
+		if r := h.must(t, req{listener: "flow", path: "/bytes/1024"}); r.status != 200 {
+			t.Fatalf("warm-up: %d", r.status)
+		}
+		base := hostRSS(t, h)
+		before := h.stats(t)
+		conns := make([]*rawConn, clients)
+		for i := range conns {
+			conns[i] = h.dial(t, "flow")
+			conns[i].write(fmt.Sprintf("GET /bytes/%d HTTP/1.1\r\nHost: test.com\r\n\r\n", size))
+		}
+		// Nobody reads: each response fills its downstream buffer and pauses its upstream.
+		waitCounter(t, h, before, "cluster.backend_a.upstream_flow_control_paused_reading_total", clients, 10*time.Second)
+		time.Sleep(300 * time.Millisecond)
+		grew := hostRSS(t, h) - base
+		if grew > 48*mib {
+			t.Errorf("host RSS grew by %d MiB with %d stalled %d MiB responses, want < 48", grew/mib, clients, size/mib)
+		}
+		t.Logf("host RSS grew by %d KiB with %d stalled %d MiB responses", grew>>10, clients, size/mib)
+		// Then everything arrives, byte for byte.
+		block := pattern(mib)
+		errs := make(chan error, clients)
+		for _, rc := range conns {
+			go func(rc *rawConn) {
+				rc.c.SetReadDeadline(time.Now().Add(60 * time.Second))
+				res, err := http.ReadResponse(rc.r, &http.Request{Method: "GET"})
+				if err != nil {
+					errs <- err
+					return
+				}
+				defer res.Body.Close()
+				buf := make([]byte, 64<<10)
+				off := 0
+				for {
+					n, err := res.Body.Read(buf)
+					for i := 0; i < n; i++ {
+						if buf[i] != block[(off+i)%mib] {
+							errs <- fmt.Errorf("byte %d differs", off+i)
+							return
+						}
+					}
+					off += n
+					if err == io.EOF {
+						break
+					}
+					if err != nil {
+						errs <- fmt.Errorf("after %d bytes: %v", off, err)
+						return
+					}
+				}
+				if off != size {
+					errs <- fmt.Errorf("got %d bytes, want %d", off, size)
+					return
+				}
+				errs <- nil
+			}(rc)
+		}
+		for range conns {
+			if err := <-errs; err != nil {
+				t.Error(err)
+			}
+		}
+		after := h.stats(t)
+		if d := after["cluster.backend_a.upstream_flow_control_resumed_reading_total"] - before["cluster.backend_a.upstream_flow_control_resumed_reading_total"]; d < clients {
+			t.Errorf("upstream_flow_control_resumed_reading_total grew by %d, want >= %d", d, clients)
+		}
+	})
+
+	// A Go filter busy with a response chunk in a goroutine (20 ms each): what arrives
+	// meanwhile waits in the golang filter's data buffer, whose watermarks (the 64 KiB limit,
+	// processor_state.cc:312-339) pause and resume the upstream read. The body arrives whole,
+	// as Go changed it. (A Go filter returning StopAndBufferWatermark synchronously holds its
+	// chunks in doDataList, which has no watermark in Envoy either.)
+	t.Run("GoFilterWatermark", func(t *testing.T) {
+		const size = 2 * mib
+		before := h.stats(t)
+		rc := h.dial(t, "flowgo")
+		rc.write(fmt.Sprintf("GET /bytes/%d HTTP/1.1\r\nHost: test.com\r\nx-test-mode: async\r\n"+
+			"x-test-data-sleep-ms: 20\r\nx-test-ed-mode: upper\r\n\r\n", size))
+		rc.c.SetReadDeadline(time.Now().Add(30 * time.Second))
+		res, body, err := rc.readResponse("GET")
+		if err != nil {
+			t.Fatalf("response: %v", err)
+		}
+		if res.StatusCode != 200 || body != strings.ToUpper(string(pattern(size))) {
+			t.Fatalf("got %d with %d bytes, want 200 and the %d bytes upper-cased", res.StatusCode, len(body), size)
+		}
+		after := h.stats(t)
+		for _, c := range []string{"cluster.backend_a.upstream_flow_control_paused_reading_total", "cluster.backend_a.upstream_flow_control_resumed_reading_total"} {
+			if d := after[c] - before[c]; d < 1 {
+				t.Errorf("%s grew by %d, want >= 1", c, d)
+			}
+		}
+	})
+
+	// An upstream that never reads: its connection's write buffer fills and the downstream
+	// read pauses, so the client's upload stops instead of piling up in the host.
+	t.Run("UpstreamNotReading", func(t *testing.T) {
+		const size = 256 * mib
+		base := hostRSS(t, h)
+		before := h.stats(t)
+		rc := h.dial(t, "flow")
+		rc.write(fmt.Sprintf("POST /stall HTTP/1.1\r\nHost: test.com\r\nContent-Length: %d\r\n\r\n", size))
+		written := make(chan int, 1)
+		go func() {
+			chunk := make([]byte, 256<<10)
+			n := 0
+			deadline := time.Now().Add(3 * time.Second)
+			for n < size && time.Now().Before(deadline) {
+				rc.c.SetWriteDeadline(deadline)
+				m, err := rc.c.Write(chunk)
+				n += m
+				if err != nil {
+					break
+				}
+			}
+			written <- n
+		}()
+		waitCounter(t, h, before, "cluster.stall.upstream_flow_control_backed_up_total", 1, 5*time.Second)
+		waitCounter(t, h, before, "http.flow.downstream_flow_control_paused_reading_total", 1, 5*time.Second)
+		n := <-written
+		if n >= size {
+			t.Fatalf("the whole %d MiB body was accepted", size/mib)
+		}
+		grew := hostRSS(t, h) - base
+		if grew > 48*mib {
+			t.Errorf("host RSS grew by %d MiB after %d MiB uploaded to a stalled upstream, want < 48", grew/mib, n/mib)
+		}
+		t.Logf("uploaded %d MiB before the host stopped reading; host RSS grew by %d KiB", n/mib, grew>>10)
+	})
+	h.alive(t)
 }

@@ -29,7 +29,7 @@ func TestTemplatesCompile(t *testing.T) {
 					ports[l] = 20000 + len(ports)
 				}
 			}
-			data := map[string]any{"Library": b.lib, "AdminPort": 19999, "Ports": ports, "A1": 18001, "A2": 18002, "B": 18003, "Dead": 18004, "Raw": 18005}
+			data := map[string]any{"Library": b.lib, "AdminPort": 19999, "Ports": ports, "A1": 18001, "A2": 18002, "B": 18003, "Dead": 18004, "Raw": 18005, "Stall": 18006}
 			tmpl, err := template.New(filepath.Base(p)).Option("missingkey=error").ParseFiles(p)
 			if err != nil {
 				t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"net/http/httputil"
 	"net/textproto"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -559,6 +560,17 @@ func hostRSS(t *testing.T, h *hostProc) int64 {
 	return 0
 }
 
+// rssBound is the host RSS growth the flow control tests allow: 48 MiB, or unbounded (0)
+// under AddressSanitizer, whose quarantine keeps freed memory resident (up to 256 MiB by
+// default), so RSS measures churn there, not what the host holds; the counters still show
+// the pauses.
+func rssBound() int64 {
+	if strings.Contains(filepath.Base(os.Getenv("MOE_HOST_BIN")), "asan") {
+		return 0
+	}
+	return 48 << 20
+}
+
 // waitCounter polls name until it grew by at least want over before (bounded by d).
 func waitCounter(t *testing.T, h *hostProc, before map[string]int64, name string, want int64, d time.Duration) {
 	t.Helper()
@@ -633,8 +645,8 @@ func TestFlowControl(t *testing.T) {
 		waitCounter(t, h, before, "cluster.backend_a.upstream_flow_control_paused_reading_total", clients, 10*time.Second)
 		time.Sleep(300 * time.Millisecond)
 		grew := hostRSS(t, h) - base
-		if grew > 48*mib {
-			t.Errorf("host RSS grew by %d MiB with %d stalled %d MiB responses, want < 48", grew/mib, clients, size/mib)
+		if b := rssBound(); b > 0 && grew > b {
+			t.Errorf("host RSS grew by %d MiB with %d stalled %d MiB responses, want < %d", grew/mib, clients, size/mib, b/mib)
 		}
 		t.Logf("host RSS grew by %d KiB with %d stalled %d MiB responses", grew>>10, clients, size/mib)
 		// Then everything arrives, byte for byte.
@@ -743,8 +755,8 @@ func TestFlowControl(t *testing.T) {
 			t.Fatalf("the whole %d MiB body was accepted", size/mib)
 		}
 		grew := hostRSS(t, h) - base
-		if grew > 48*mib {
-			t.Errorf("host RSS grew by %d MiB after %d MiB uploaded to a stalled upstream, want < 48", grew/mib, n/mib)
+		if b := rssBound(); b > 0 && grew > b {
+			t.Errorf("host RSS grew by %d MiB after %d MiB uploaded to a stalled upstream, want < %d", grew/mib, n/mib, b/mib)
 		}
 		t.Logf("uploaded %d MiB before the host stopped reading; host RSS grew by %d KiB", n/mib, grew>>10)
 	})

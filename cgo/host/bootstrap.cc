@@ -304,6 +304,7 @@ HttpConnectionManager parseHcm(const json& v, const std::string& path) {
   h.stat_prefix = getStringOr(v, path, "stat_prefix", "");
   h.max_request_headers_kb = static_cast<uint32_t>(getUint(v, path, "max_request_headers_kb", 8192, 60));
   h.request_timeout_ms = getUint(v, path, "request_timeout_ms", UINT64_MAX, 0);
+  h.request_headers_timeout_ms = getUint(v, path, "request_headers_timeout_ms", UINT64_MAX, 0);
   h.stream_idle_timeout_ms = getUint(v, path, "stream_idle_timeout_ms", UINT64_MAX, 300000);
   h.flush_access_log_on_new_request = getBool(v, path, "flush_access_log_on_new_request", false);
   h.access_log_flush_interval_ms = getUint(v, path, "access_log_flush_interval_ms", UINT64_MAX, 0);

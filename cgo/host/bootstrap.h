@@ -117,6 +117,7 @@ struct HttpConnectionManager {
   std::string stat_prefix;
   uint32_t max_request_headers_kb = 60;
   uint64_t request_timeout_ms = 0;            // 0 = disabled (Envoy default)
+  uint64_t request_headers_timeout_ms = 0;    // 0 = disabled (Envoy default)
   uint64_t stream_idle_timeout_ms = 300000;   // Envoy default 5 min
   // access_log_options (optional in the JSON): DownstreamStart / DownstreamPeriodic access logs.
   bool flush_access_log_on_new_request = false;

@@ -40,6 +40,13 @@ public:
   // The downstream connection closed (or the codec failed) before the stream completed.
   // The ResponseEncoder must not be used after this call.
   virtual void onResetStream(StreamResetReason reason) = 0;
+  // The connection's write buffer went above its high watermark (the listener's
+  // per_connection_buffer_limit_bytes) / drained below the low one (half of it): Envoy's
+  // StreamCallbacks onAbove/BelowWriteBufferHighWatermark run by the HTTP/1 codec
+  // (codec_impl.cc ServerConnectionImpl::onAboveHighWatermark). Also called on a new stream
+  // whose connection is already above (StreamEncoderImpl's constructor).
+  virtual void onAboveWriteBufferHighWatermark() {}
+  virtual void onBelowWriteBufferLowWatermark() {}
 };
 
 // Implemented by the codec; one per request. Valid until the response is complete

@@ -71,7 +71,15 @@ ConnectionManagerStats::ConnectionManagerStats(const std::string& prefix)
           moe::stats().counter(prefix + "downstream_cx_destroy_remote_active_rq")),
       downstream_rq_response_before_rq_complete(
           moe::stats().counter(prefix + "downstream_rq_response_before_rq_complete")),
-      downstream_cx_drain_close(moe::stats().counter(prefix + "downstream_cx_drain_close")) {
+      downstream_rq_idle_timeout(moe::stats().counter(prefix + "downstream_rq_idle_timeout")),
+      downstream_rq_timeout(moe::stats().counter(prefix + "downstream_rq_timeout")),
+      downstream_rq_header_timeout(moe::stats().counter(prefix + "downstream_rq_header_timeout")),
+      downstream_rq_ws_on_non_ws_route(moe::stats().counter(prefix + "downstream_rq_ws_on_non_ws_route")),
+      downstream_cx_drain_close(moe::stats().counter(prefix + "downstream_cx_drain_close")),
+      downstream_flow_control_paused_reading_total(
+          moe::stats().counter(prefix + "downstream_flow_control_paused_reading_total")),
+      downstream_flow_control_resumed_reading_total(
+          moe::stats().counter(prefix + "downstream_flow_control_resumed_reading_total")) {
   for (int i = 0; i < 5; i++) {
     downstream_rq_xx[i] = &moe::stats().counter(prefix + "downstream_rq_" + std::to_string(i + 1) + "xx");
   }
@@ -183,7 +191,9 @@ ActiveStream::ActiveStream(ConnectionManager& parent, ResponseEncoder& encoder, 
   g_active_streams.fetch_add(1);
   parent_.factory().stats().downstream_rq_total.inc();
   parent_.factory().stats().downstream_rq_active.add(1);
-  parent_.factory().createFilterChain(filter_manager_, parent_.workerId());
+  // The codec creates the stream on the request's first byte; the filter chain is created
+  // with the headers (conn_manager_impl.cc decodeHeaders -> createDownstreamFilterChain), so a
+  // stream that times out before its headers complete runs no filter.
   const auto& hcm = parent_.factory().config().hcm;
   filter_manager_.setFlushAccessLogOnNewRequest(hcm.flush_access_log_on_new_request);
   if (hcm.stream_idle_timeout_ms > 0) {
@@ -193,6 +203,11 @@ ActiveStream::ActiveStream(ConnectionManager& parent, ResponseEncoder& encoder, 
   if (hcm.request_timeout_ms > 0) {
     request_timer_ = parent_.dispatcher().createTimer([this] { onRequestTimeout(); });
     request_timer_->enableTimer(std::chrono::milliseconds(hcm.request_timeout_ms));
+  }
+  if (hcm.request_headers_timeout_ms > 0) {
+    // conn_manager_impl.cc:983-989: armed at stream creation, disarmed by decodeHeaders.
+    request_header_timer_ = parent_.dispatcher().createTimer([this] { onRequestHeaderTimeout(); });
+    request_header_timer_->enableTimer(std::chrono::milliseconds(hcm.request_headers_timeout_ms));
   }
   if (hcm.access_log_flush_interval_ms > 0) {
     // conn_manager_impl.cc:999-1017: periodic log until the stream completes (StreamInfo's
@@ -230,14 +245,19 @@ void ActiveStream::decodeHeaders(HeaderMapPtr headers, bool end_stream) {
   }
   info_.request_id = *headers->get("x-request-id");
   headers->setOnly("x-forwarded-proto", "http");
-  // Hop-by-hop headers never reach the filters (conn_manager_utility.cc:132-145); upgrades are
-  // not supported by the host, so connection/upgrade always go.
-  headers->remove("connection");
-  headers->remove("upgrade");
+  // Hop-by-hop headers never reach the filters (conn_manager_utility.cc:132-145); connection
+  // and upgrade stay on an upgrade request (the codec kept them only there), which the filter
+  // manager refuses with 403 as no upgrade_configs exist.
+  if (!isUpgradeRequest(*headers)) {
+    headers->remove("connection");
+    headers->remove("upgrade");
+  }
   headers->remove("keep-alive");
   headers->remove("proxy-connection");
   headers->remove("transfer-encoding");
   if (encoder_) info_.request_wire_bytes = encoder_->requestWireBytes();
+  if (request_header_timer_) request_header_timer_->disableTimer();
+  parent_.factory().createFilterChain(filter_manager_, parent_.workerId());
   resetIdleTimer();
   // conn_manager_impl.cc decodeHeaders: snapRouteConfig() before the filters run.
   if (!route_config_) route_config_ = parent_.factory().routeConfig();
@@ -270,9 +290,11 @@ void ActiveStream::maybeDisarmRequestTimer() {
 }
 
 // conn_manager_impl.cc onIdleTimeout: 408 "stream timeout" before the response started, else
-// a reset.
+// a reset. (Http::Utility::maybeRequestTimeoutCode: 504 instead once the whole request was
+// received.)
 void ActiveStream::onIdleTimeout() {
   if (ended_) return;
+  parent_.factory().stats().downstream_rq_idle_timeout.inc();
   if (filter_manager_.responseHeadersEncoded()) {
     resetDownstream();
     return;
@@ -283,11 +305,20 @@ void ActiveStream::onIdleTimeout() {
 // conn_manager_impl.cc onRequestTimeout: 408 "request timeout".
 void ActiveStream::onRequestTimeout() {
   if (ended_) return;
+  parent_.factory().stats().downstream_rq_timeout.inc();
   if (filter_manager_.responseHeadersEncoded()) {
     resetDownstream();
     return;
   }
   filter_manager_.sendLocalReply(408, "request timeout", nullptr, "request_overall_timeout");
+}
+
+// conn_manager_impl.cc:1079-1085 onRequestHeaderTimeout: 408 "request header timeout". Only
+// armed until the headers are decoded, so no filter exists yet and nothing was encoded.
+void ActiveStream::onRequestHeaderTimeout() {
+  if (ended_) return;
+  parent_.factory().stats().downstream_rq_header_timeout.inc();
+  filter_manager_.sendLocalReply(408, "request header timeout", nullptr, "request_header_timeout");
 }
 
 // The downstream went away mid-stream (client abort): the golang filter sees onDestroy with
@@ -368,8 +399,23 @@ bool ActiveStream::clusterExists(const std::string& name) {
   return parent_.factory().server().clusterManager().get(name) != nullptr;
 }
 
+void ActiveStream::onUpgradeRejected() { parent_.factory().stats().downstream_rq_ws_on_non_ws_route.inc(); }
+
+// conn_manager_impl.cc:2085-2106 onDecoderFilterAbove/BelowWriteBufferLowWatermark.
 void ActiveStream::readDisableDownstream(bool disable) {
   if (encoder_) encoder_->readDisable(disable);
+  (disable ? parent_.factory().stats().downstream_flow_control_paused_reading_total
+           : parent_.factory().stats().downstream_flow_control_resumed_reading_total)
+      .inc();
+}
+
+// The downstream connection's write buffer crossed a watermark: the filter manager's
+// downstream watermark callbacks (the router pauses or resumes reading the upstream).
+void ActiveStream::onAboveWriteBufferHighWatermark() {
+  if (!ended_) filter_manager_.callHighWatermarkCallbacks();
+}
+void ActiveStream::onBelowWriteBufferLowWatermark() {
+  if (!ended_) filter_manager_.callLowWatermarkCallbacks();
 }
 
 // Stream end, conn_manager_impl.cc:369-387: onStreamComplete, access log, onDestroy; then the
@@ -380,6 +426,7 @@ void ActiveStream::endStream() {
   if (access_log_flush_timer_) access_log_flush_timer_->disableTimer();
   if (idle_timer_) idle_timer_->disableTimer();
   if (request_timer_) request_timer_->disableTimer();
+  if (request_header_timer_) request_header_timer_->disableTimer();
   info_.completed = std::chrono::steady_clock::now();
   parent_.factory().stats().downstream_rq_active.sub(1);
   g_active_streams.fetch_sub(1);

@@ -29,7 +29,13 @@ struct ConnectionManagerStats {
   Gauge& downstream_rq_active;
   Counter& downstream_cx_destroy_remote_active_rq;
   Counter& downstream_rq_response_before_rq_complete;
+  Counter& downstream_rq_idle_timeout;
+  Counter& downstream_rq_timeout;
+  Counter& downstream_rq_header_timeout;
+  Counter& downstream_rq_ws_on_non_ws_route;
   Counter& downstream_cx_drain_close;
+  Counter& downstream_flow_control_paused_reading_total;
+  Counter& downstream_flow_control_resumed_reading_total;
 };
 
 class HttpConnectionManagerFactoryImpl : public HttpConnectionManagerFactory {
@@ -74,6 +80,8 @@ public:
   void decodeData(Buffer& data, bool end_stream) override;
   void decodeTrailers(HeaderMapPtr trailers) override;
   void onResetStream(StreamResetReason reason) override;
+  void onAboveWriteBufferHighWatermark() override;
+  void onBelowWriteBufferLowWatermark() override;
 
   // FilterManagerCallbacks (from the filter chain)
   void encodeHeadersToCodec(HeaderMap& headers, bool end_stream) override;
@@ -83,6 +91,7 @@ public:
   MatchedRouteConstSharedPtr matchRoute(const HeaderMap& request_headers) override;
   bool clusterExists(const std::string& name) override;
   void readDisableDownstream(bool disable) override;
+  void onUpgradeRejected() override;
 
   bool ended() const { return ended_; }
 
@@ -92,6 +101,7 @@ private:
   void resetIdleTimer();
   void onIdleTimeout();
   void onRequestTimeout();
+  void onRequestHeaderTimeout();
   void maybeDisarmRequestTimer();
 
   ConnectionManager& parent_;
@@ -104,6 +114,7 @@ private:
   TimerPtr access_log_flush_timer_; // DownstreamPeriodic logs
   TimerPtr idle_timer_;             // stream_idle_timeout_ms, reset on every frame
   TimerPtr request_timer_;          // request_timeout_ms, until the request is complete
+  TimerPtr request_header_timer_;   // request_headers_timeout_ms, until the headers are decoded
   bool ended_ = false;
 };
 

@@ -17,6 +17,12 @@
 
 namespace moe {
 
+namespace {
+// The cluster's per_connection_buffer_limit_bytes, Envoy's default (1 MiB): the high watermark
+// of an upstream connection's write buffer; the low one is half of it.
+constexpr size_t kUpstreamBufferLimit = 1024 * 1024;
+} // namespace
+
 // ---- UpstreamRequestImpl ----
 
 UpstreamRequestImpl::UpstreamRequestImpl(Dispatcher& dispatcher, UpstreamCallbacks& cb)
@@ -34,6 +40,10 @@ void UpstreamRequestImpl::detachConnection() {
     conn_ = nullptr;
     c->abandon();
   }
+}
+
+void UpstreamRequestImpl::readDisable(bool disable) {
+  if (conn_ != nullptr && !done_) conn_->readDisable(disable);
 }
 
 void UpstreamRequestImpl::encodeHeaders(const HeaderMap& headers, bool end_stream) {
@@ -110,8 +120,13 @@ bool UpstreamConnection::connect(int* error) {
     return false;
   }
   bev_ = bufferevent_socket_new(dispatcher_.base(), -1, BEV_OPT_CLOSE_ON_FREE);
-  bufferevent_setcb(bev_, &UpstreamConnection::onReadCb, nullptr, &UpstreamConnection::onEventCb, this);
+  bufferevent_setcb(bev_, &UpstreamConnection::onReadCb, &UpstreamConnection::onWriteCb,
+                    &UpstreamConnection::onEventCb, this);
+  bufferevent_setwatermark(bev_, EV_WRITE, kUpstreamBufferLimit / 2, 0);
   bufferevent_enable(bev_, EV_READ | EV_WRITE);
+  resume_timer_ = dispatcher_.createTimer([this] {
+    if (!closed_ && read_disable_count_ == 0) onReadable();
+  });
   connect_timer_ = dispatcher_.createTimer([this] { onConnectTimeout(); });
   connect_timer_->enableTimer(std::chrono::milliseconds(connect_timeout_ms_));
   // A refused loopback connect is reported by libevent through the event callback later, not
@@ -137,6 +152,40 @@ void UpstreamConnection::write(const std::string& data) {
   // The response parser must know about HEAD before the response arrives: no body follows.
   if (request_ != nullptr && request_->serializer_.headRequest() && !parser_.started()) parser_.reset(true);
   bufferevent_write(bev_, data.data(), data.size());
+  checkWriteWatermarks();
+}
+
+// connection_impl.cc write buffer watermarks -> codec_client -> UpstreamRequest
+// onAboveWriteBufferHighWatermark (router pauses the downstream) / onBelowWriteBufferLowWatermark.
+void UpstreamConnection::checkWriteWatermarks() {
+  if (closed_ || bev_ == nullptr) return;
+  const size_t pending = evbuffer_get_length(bufferevent_get_output(bev_));
+  if (!above_write_high_ && pending > kUpstreamBufferLimit) {
+    above_write_high_ = true;
+    if (request_ != nullptr) request_->cb_.onUpstreamAboveWriteBufferHighWatermark();
+  } else if (above_write_high_ && pending <= kUpstreamBufferLimit / 2) {
+    above_write_high_ = false;
+    if (request_ != nullptr) request_->cb_.onUpstreamBelowWriteBufferLowWatermark();
+  }
+}
+
+void UpstreamConnection::onWriteCb(bufferevent*, void* arg) {
+  static_cast<UpstreamConnection*>(arg)->checkWriteWatermarks();
+}
+
+// Envoy's ConnectionImpl::readDisable: reference-counted; the last enable resumes reading and
+// parses what was read before the pause.
+void UpstreamConnection::readDisable(bool disable) {
+  if (closed_ || bev_ == nullptr) return;
+  if (disable) {
+    if (read_disable_count_++ == 0) bufferevent_disable(bev_, EV_READ);
+    return;
+  }
+  if (read_disable_count_ == 0) return;
+  if (--read_disable_count_ == 0) {
+    bufferevent_enable(bev_, EV_READ);
+    if (evbuffer_get_length(bufferevent_get_input(bev_)) > 0) resume_timer_->enableTimer(std::chrono::milliseconds(0));
+  }
 }
 
 void UpstreamConnection::abandon() {
@@ -151,10 +200,14 @@ void UpstreamConnection::onEventCb(bufferevent*, short what, void* arg) {
 
 void UpstreamConnection::onReadable() {
   evbuffer* in = bufferevent_get_input(bev_);
-  while (!closed_ && evbuffer_get_length(in) > 0) {
+  // Stop as soon as a read-disable arrives (the response data just delivered filled the
+  // downstream): what is left stays buffered until the resume.
+  while (!closed_ && read_disable_count_ == 0 && evbuffer_get_length(in) > 0) {
     if (request_ == nullptr) {
       // Bytes on an idle connection (or after a complete response): protocol violation by the
-      // upstream (codec_impl.cc:632-640); drop the connection.
+      // upstream (codec_impl.cc prematureResponseError, counted by codec_client.cc:190-203);
+      // drop the connection.
+      pool_.countProtocolError();
       close();
       return;
     }
@@ -164,7 +217,10 @@ void UpstreamConnection::onReadable() {
     if (closed_) return;
     evbuffer_drain(in, n);
     if (parser_.error()) {
-      fail(UpstreamResetReason::ProtocolError, "protocol error");
+      // codec_client.cc:190-203: a codec error counts upstream_cx_protocol_error and closes the
+      // connection; the stream is reset with ProtocolError (router: 502, flag UPE).
+      pool_.countProtocolError();
+      fail(UpstreamResetReason::ProtocolError, "");
       return;
     }
     if (n == 0) return;
@@ -239,6 +295,13 @@ UpstreamCallbacks& UpstreamConnection::completeResponse() {
   request_ = nullptr;
   r->conn_ = nullptr;
   r->done_ = true;
+  // The response is over: a pause its stream asked for ends with it (the downstream watermark
+  // callbacks go with the router's upstream request).
+  if (read_disable_count_ > 0) {
+    read_disable_count_ = 0;
+    if (!closed_) bufferevent_enable(bev_, EV_READ);
+  }
+  above_write_high_ = false;
   // Reuse only after a clean exchange: the whole request was written and neither side asked
   // to close (Envoy's ActiveClient::onResponseComplete / saw_close_header).
   // Bytes after the response are caught by onReadable once the parser returns.
@@ -271,6 +334,7 @@ void UpstreamConnection::close() {
     bufferevent_setcb(bev_, nullptr, nullptr, nullptr, nullptr);
   }
   if (connect_timer_) connect_timer_->disableTimer();
+  if (resume_timer_) resume_timer_->disableTimer();
   if (request_ != nullptr) {
     request_->conn_ = nullptr;
     request_ = nullptr;
@@ -341,6 +405,10 @@ void ConnPool::countConnectFailure(bool timeout) {
     stats().counter("moe_host.upstream_cx_connect_timeout").inc();
     stats().counter("cluster." + cluster_name_ + ".upstream_cx_connect_timeout").inc();
   }
+}
+
+void ConnPool::countProtocolError() {
+  stats().counter("cluster." + cluster_name_ + ".upstream_cx_protocol_error").inc();
 }
 
 void ConnPool::onConnectionIdle(UpstreamConnection* conn) { idle_[conn->host()].push_back(conn); }

@@ -31,6 +31,7 @@ public:
   void encodeData(Buffer& data, bool end_stream) override;
   void encodeTrailers(const HeaderMap& trailers) override;
   void reset() override;
+  void readDisable(bool disable) override;
 
   // Posts cb to the worker unless this request is gone by then.
   void postIfAlive(std::function<void(UpstreamRequestImpl&)> fn);
@@ -58,6 +59,7 @@ public:
   bool connect(int* error);
   void attach(UpstreamRequestImpl* request);
   void write(const std::string& data);
+  void readDisable(bool disable);
   // The request was reset or destroyed before its response completed.
   void abandon();
   const std::string& host() const { return host_; }
@@ -72,7 +74,9 @@ public:
 private:
   ~UpstreamConnection() override;
   static void onReadCb(bufferevent*, void* arg);
+  static void onWriteCb(bufferevent*, void* arg);
   static void onEventCb(bufferevent*, short what, void* arg);
+  void checkWriteWatermarks();
   void onReadable();
   void onEvent(short what);
   void onConnectTimeout();
@@ -92,6 +96,12 @@ private:
   UpstreamRequestImpl* request_ = nullptr;
   bool connected_ = false;
   bool closed_ = false;
+  // Flow control: reads paused while read_disable_count_ > 0 (bytes already read stay in the
+  // input buffer and are parsed after the resume, from resume_timer_); the write buffer's
+  // watermarks tell the request above / below (kUpstreamBufferLimit, half of it).
+  uint32_t read_disable_count_ = 0;
+  TimerPtr resume_timer_;
+  bool above_write_high_ = false;
 };
 
 class ConnPool {
@@ -109,6 +119,8 @@ private:
   void onConnectionIdle(UpstreamConnection* conn);
   void onConnectionClosed(UpstreamConnection* conn);
   void countConnectFailure(bool timeout);
+  // cluster.<name>.upstream_cx_protocol_error
+  void countProtocolError();
 
   Dispatcher& dispatcher_;
   const std::string cluster_name_;

@@ -195,6 +195,12 @@ public:
     parent_.callbacks_.readDisableDownstream(false);
   }
   const HeaderMap* requestHeaders() override { return parent_.request_headers_.get(); }
+  void addDownstreamWatermarkCallbacks(DownstreamWatermarkCallbacks& cb) override {
+    parent_.addDownstreamWatermarkCallbacks(cb);
+  }
+  void removeDownstreamWatermarkCallbacks(DownstreamWatermarkCallbacks& cb) override {
+    parent_.removeDownstreamWatermarkCallbacks(cb);
+  }
 
   std::shared_ptr<StreamDecoderFilter> handle_;
 
@@ -235,12 +241,11 @@ public:
     commonInjectData(data, end_stream);
   }
 
-  // The upstream side has no read-disable in this host: response watermarks only log.
-  void onEncoderFilterAboveWriteBufferHighWatermark() override {
-    MOE_LOG(Debug, "http", "[%llu] encoder filter above high watermark (no upstream backpressure)",
-            static_cast<unsigned long long>(parent_.stream_id_));
-  }
-  void onEncoderFilterBelowWriteBufferLowWatermark() override {}
+  // conn_manager_impl.cc onEncoderFilterAbove/BelowWriteBufferHighWatermark: the same
+  // downstream watermark callbacks as the connection's write buffer (the router pauses and
+  // resumes reading the upstream).
+  void onEncoderFilterAboveWriteBufferHighWatermark() override { parent_.callHighWatermarkCallbacks(); }
+  void onEncoderFilterBelowWriteBufferLowWatermark() override { parent_.callLowWatermarkCallbacks(); }
 
   std::shared_ptr<StreamEncoderFilter> handle_;
 
@@ -254,9 +259,17 @@ protected:
   }
   void doData(Buffer& data, bool end_stream) override { parent_.encodeDataFrom(this, data, end_stream); }
   void doTrailers() override { parent_.encodeTrailersFrom(this, *parent_.response_trailers_); }
-  // 500 when buffering the whole body overflows; streaming only logs (no upstream read-disable).
+  // 500 when buffering the whole body overflows; streaming pauses the upstream.
   void bufferData(Buffer& data) override { parent_.bufferResponseData(data); }
   void setBufferStreaming(bool streaming) override { parent_.response_buffer_streaming_ = streaming; }
+  // The response buffer drained below half the limit (responseDataDrained).
+  void onBufferedDataReplayed() override {
+    if (parent_.response_watermark_raised_ &&
+        (!parent_.buffered_response_data_ || parent_.buffered_response_data_->length() < parent_.buffer_limit_ / 2)) {
+      parent_.response_watermark_raised_ = false;
+      onEncoderFilterBelowWriteBufferLowWatermark();
+    }
+  }
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -341,6 +354,17 @@ void FilterManager::decodeHeaders(HeaderMapPtr headers, bool end_stream) {
   // The connection manager resolves the route before the filter chain runs (refreshCachedRoute).
   route();
   if (flush_access_log_on_new_request_) log(AccessLogType::DownstreamStart);
+  // conn_manager_impl.cc:1575-1590: an upgrade (or CONNECT, "a special upgrade case",
+  // filter_manager.cc createUpgradeFilterChain) on a route without an upgrade_configs entry
+  // for it is refused before any filter decodes it: 403, empty body, and the connection
+  // drained after the reply against smuggling in the upgrade payload. moe-host supports no
+  // upgrade_configs, so every upgrade that found a route is refused.
+  if (cached_route_ && (isUpgradeRequest(*request_headers_) || request_headers_->method() == "CONNECT")) {
+    info_.drain_connection_upon_completion = true;
+    callbacks_.onUpgradeRejected();
+    sendLocalReply(403, "", nullptr, "upgrade_failed");
+    return;
+  }
   decodeHeadersFrom(nullptr, *request_headers_, end_stream);
 }
 
@@ -473,7 +497,34 @@ void FilterManager::bufferResponseData(Buffer& data) {
   if (!response_buffer_streaming_) {
     response_buffer_streaming_ = true;
     sendLocalReply(500, "Internal Server Error", nullptr, "response_payload_too_large");
+  } else if (!response_watermark_raised_) {
+    // FM responseDataTooLarge while streaming: onEncoderFilterAboveWriteBufferHighWatermark.
+    response_watermark_raised_ = true;
+    callHighWatermarkCallbacks();
   }
+}
+
+void FilterManager::callHighWatermarkCallbacks() {
+  ++high_watermark_count_;
+  auto cbs = watermark_callbacks_;  // a callback may unregister itself
+  for (auto* cb : cbs) cb->onAboveWriteBufferHighWatermark();
+}
+
+void FilterManager::callLowWatermarkCallbacks() {
+  if (high_watermark_count_ == 0) return;
+  --high_watermark_count_;
+  auto cbs = watermark_callbacks_;
+  for (auto* cb : cbs) cb->onBelowWriteBufferLowWatermark();
+}
+
+void FilterManager::addDownstreamWatermarkCallbacks(DownstreamWatermarkCallbacks& cb) {
+  watermark_callbacks_.push_back(&cb);
+  for (uint32_t i = 0; i < high_watermark_count_; i++) cb.onAboveWriteBufferHighWatermark();
+}
+
+void FilterManager::removeDownstreamWatermarkCallbacks(DownstreamWatermarkCallbacks& cb) {
+  watermark_callbacks_.erase(std::remove(watermark_callbacks_.begin(), watermark_callbacks_.end(), &cb),
+                             watermark_callbacks_.end());
 }
 
 // ---- encoding ----

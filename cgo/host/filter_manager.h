@@ -55,8 +55,21 @@ public:
   virtual uint64_t streamId() const = 0;
 };
 
+// Envoy's Http::DownstreamWatermarkCallbacks: the downstream (its connection's write buffer,
+// or an encoder filter's streaming buffer) is above its high watermark / back below the low.
+class DownstreamWatermarkCallbacks {
+public:
+  virtual ~DownstreamWatermarkCallbacks() = default;
+  virtual void onAboveWriteBufferHighWatermark() = 0;
+  virtual void onBelowWriteBufferLowWatermark() = 0;
+};
+
 class StreamDecoderFilterCallbacks : public virtual StreamFilterCallbacks {
 public:
+  // filter_manager.cc addDownstreamWatermarkCallbacks: told at once of every high watermark
+  // still in force, so a late registration sees the current state.
+  virtual void addDownstreamWatermarkCallbacks(DownstreamWatermarkCallbacks& cb) = 0;
+  virtual void removeDownstreamWatermarkCallbacks(DownstreamWatermarkCallbacks& cb) = 0;
   virtual void continueDecoding() = 0;
   // Buffers data in the filter manager (during a headers/data callback or when idle) or, during
   // this filter's trailers callback, sends it on to the next filters inline (FM:832-852).
@@ -127,6 +140,8 @@ public:
   // when the cluster exists (conn_manager_impl.cc setVirtualHostRoute).
   virtual bool clusterExists(const std::string& name) = 0;
   virtual void readDisableDownstream(bool disable) = 0;
+  // An upgrade request was refused (downstream_rq_ws_on_non_ws_route).
+  virtual void onUpgradeRejected() {}
 };
 
 class ActiveStreamFilterBase;
@@ -162,6 +177,13 @@ public:
   void destroyFilters();
   // The downstream went away: no more encoding to the codec.
   void onDownstreamReset() { saw_downstream_reset_ = true; }
+  // filter_manager.cc callHighWatermarkCallbacks/callLowWatermarkCallbacks: the downstream
+  // connection's write buffer (from the codec) or an encoder filter's streaming buffer crossed
+  // a watermark; every registered DownstreamWatermarkCallbacks (the router) is told.
+  void callHighWatermarkCallbacks();
+  void callLowWatermarkCallbacks();
+  void addDownstreamWatermarkCallbacks(DownstreamWatermarkCallbacks& cb);
+  void removeDownstreamWatermarkCallbacks(DownstreamWatermarkCallbacks& cb);
 
   MatchedRouteConstSharedPtr route();
   void clearRouteCache() { route_cached_ = false; cached_route_.reset(); }
@@ -241,6 +263,9 @@ private:
   // StopIterationAndBuffer; decides between 413/500 and backpressure when the buffer overflows.
   bool request_buffer_streaming_ = true, response_buffer_streaming_ = true;
   bool request_watermark_raised_ = false;
+  bool response_watermark_raised_ = false;  // buffered_response_data_ above the limit (streaming)
+  std::vector<DownstreamWatermarkCallbacks*> watermark_callbacks_;
+  uint32_t high_watermark_count_ = 0;
 
   uint32_t call_state_ = 0;
   bool remote_decode_complete_ = false;   // codec delivered the request's end

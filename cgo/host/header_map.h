@@ -90,4 +90,22 @@ private:
 };
 using HeaderMapPtr = std::unique_ptr<HeaderMap>;
 
+// Http::Utility::isUpgrade (utility.cc:668-674): an upgrade header and "upgrade" among the
+// comma-separated tokens of connection (case-insensitive, optional whitespace around tokens).
+inline bool isUpgradeRequest(const HeaderMap& headers) {
+  const std::string* conn = headers.get("connection");
+  if (headers.get("upgrade") == nullptr || conn == nullptr) return false;
+  std::string_view v = *conn;
+  while (!v.empty()) {
+    size_t comma = v.find(',');
+    std::string_view item = v.substr(0, comma);
+    while (!item.empty() && (item.front() == ' ' || item.front() == '\t')) item.remove_prefix(1);
+    while (!item.empty() && (item.back() == ' ' || item.back() == '\t')) item.remove_suffix(1);
+    if (lowerCase(item) == "upgrade") return true;
+    if (comma == std::string_view::npos) break;
+    v.remove_prefix(comma + 1);
+  }
+  return false;
+}
+
 } // namespace moe

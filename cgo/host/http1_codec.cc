@@ -21,6 +21,11 @@ namespace {
 
 // Envoy's default max_request_headers_count (http_connection_manager.proto common_http_protocol_options).
 constexpr uint32_t kMaxHeadersCount = 100;
+// The upstream side's defaults: the cluster's max_headers_count (DEFAULT_MAX_HEADERS_COUNT) and,
+// with max_response_headers_kb unset, MAX_RESPONSE_HEADERS_KB (codec_impl.h:32) for the whole
+// header block as Balsa counts it (its max_header_length).
+constexpr uint32_t kMaxResponseHeadersCount = 100;
+constexpr uint32_t kMaxResponseHeadersBytes = 80 * 1024;
 // How long a closing connection waits for the peer's FIN after our shutdown(SHUT_WR), so that
 // unread request bytes do not turn our close into a RST that destroys the response in flight.
 constexpr std::chrono::milliseconds kLingerTimeout{1000};
@@ -410,7 +415,8 @@ ServerConnection::ServerConnection(Dispatcher& dispatcher, int fd, const Connect
                                    HttpConnectionManagerFactory& factory, const Server& server,
                                    uint32_t read_limit_bytes, std::function<void(ServerConnection*)> on_closed)
     : dispatcher_(dispatcher), info_(info), server_(server),
-      max_headers_bytes_(factory.maxRequestHeadersBytes()), on_closed_(std::move(on_closed)) {
+      max_headers_bytes_(factory.maxRequestHeadersBytes()), on_closed_(std::move(on_closed)),
+      chunked_(*this, max_headers_bytes_), write_limit_(read_limit_bytes) {
   static Counter& cx_total = stats().counter("moe_host.downstream_cx_total");
   cx_total.inc();
   activeConnections().add(1);
@@ -424,6 +430,9 @@ ServerConnection::ServerConnection(Dispatcher& dispatcher, int fd, const Connect
   // Envoy's per_connection_buffer_limit_bytes bounds the connection's read buffer: reading
   // stops above it until the codec consumed the bytes (e.g. pipelined requests waiting).
   if (read_limit_bytes > 0) bufferevent_setwatermark(bev_, EV_READ, 0, read_limit_bytes);
+  // The write callback runs whenever a write leaves at most half the limit unsent: the low
+  // watermark (Envoy's WatermarkBuffer: low = high / 2), and the drained signal for closing.
+  if (write_limit_ > 0) bufferevent_setwatermark(bev_, EV_WRITE, write_limit_ / 2, 0);
   callbacks_ = factory.createConnectionManager(dispatcher, info_);
   bufferevent_enable(bev_, EV_READ | EV_WRITE);
 }
@@ -440,7 +449,9 @@ void ServerConnection::onReadCb(bufferevent*, void* arg) { static_cast<ServerCon
 
 void ServerConnection::onWriteCb(bufferevent*, void* arg) {
   auto* self = static_cast<ServerConnection*>(arg);
-  // Called when the output buffer drained below the write low-watermark (0).
+  // Called when the output buffer drained to the write low-watermark (half the limit) or below.
+  self->checkWriteWatermarks();
+  if (self->closed_) return;
   if (self->close_after_flush_ && !self->write_shutdown_) self->closeAfterFlush();
 }
 
@@ -473,13 +484,35 @@ void ServerConnection::dispatchInput() {
     if (stream_ && stream_->request_complete_) break;
     evbuffer* in = bufferevent_get_input(bev_);
     if (evbuffer_get_length(in) == 0) break;
+    if (upgrade_payload_) {
+      // Upgrade payload of a stream that is never upgraded (see onHeadersComplete): dropped.
+      evbuffer_drain(in, evbuffer_get_length(in));
+      break;
+    }
     if (HTTP_PARSER_ERRNO(&parser_) == HPE_PAUSED) http_parser_pause(&parser_, 0);
 
     evbuffer_iovec vec;
     if (evbuffer_peek(in, -1, nullptr, &vec, 1) < 1) break;
     dispatching_ = true;
-    size_t n = http_parser_execute(&parser_, &ServerParserCallbacks::settings(),
-                                   static_cast<const char*>(vec.iov_base), vec.iov_len);
+    const char* data = static_cast<const char*>(vec.iov_base);
+    size_t n;
+    if (reading_chunked_) {
+      n = chunked_.execute(data, vec.iov_len);
+      if (chunked_.error() != ChunkedDecoder::Error::None && error_status_ == 0) {
+        // codec_impl.cc dispatchSlice: a parse error is a 400, trailers over the limit 431.
+        error_status_ = chunked_.error() == ChunkedDecoder::Error::TrailersTooLong ? 431 : 400;
+        MOE_LOG(Debug, "http1", "[C%lu] chunked body error: %s", static_cast<unsigned long>(info_.id),
+                ChunkedDecoder::errorName(chunked_.error()));
+      } else if (chunked_.done()) {
+        reading_chunked_ = false;
+        // Ready for the next request (http_parser stopped after this one's headers).
+        http_parser_init(&parser_, HTTP_REQUEST);
+        parser_.data = this;
+        onRequestComplete();
+      }
+    } else {
+      n = http_parser_execute(&parser_, &ServerParserCallbacks::settings(), data, vec.iov_len);
+    }
     dispatching_ = false;
     if (closed_) return;  // the buffer is freed with the connection; nothing more to do
     evbuffer_drain(in, n);
@@ -490,7 +523,7 @@ void ServerConnection::dispatchInput() {
       unclaimed_wire_bytes_ = 0;
     }
 
-    const auto err = HTTP_PARSER_ERRNO(&parser_);
+    const auto err = reading_chunked_ ? HPE_OK : HTTP_PARSER_ERRNO(&parser_);
     if (error_status_ != 0 || (err != HPE_OK && err != HPE_PAUSED)) {
       int status = error_status_;
       if (status == 0) {
@@ -523,6 +556,15 @@ int ServerConnection::onMessageBegin() {
   header_count_ = 0;
   error_status_ = 0;
   transfer_encoding_seen_ = false;
+  // The stream starts with the request's first byte, as Envoy's ServerConnectionImpl::
+  // onMessageBeginImpl calls newStream (codec_impl.cc), so the connection manager's
+  // stream_idle_timeout, request_timeout and request_headers_timeout run while the headers
+  // arrive (a client sending them a byte at a time is timed out).
+  stream_ = std::make_unique<ActiveRequest>(this);
+  stream_->decoder_ = &callbacks_->newStream(*stream_);
+  // codec_impl.cc StreamEncoderImpl's constructor: a stream born on a connection still above
+  // its high watermark is told at once.
+  if (above_write_high_) stream_->decoder_->onAboveWriteBufferHighWatermark();
   return 0;
 }
 
@@ -589,25 +631,73 @@ int ServerConnection::onHeadersComplete() {
   const std::string* te = headers_->get("transfer-encoding");
   const std::string* cl = headers_->get("content-length");
   if (te != nullptr && cl != nullptr) return failRequest(400);       // codec_impl.cc:915-926
-  if (te != nullptr && !iequals(*te, "chunked")) return failRequest(501);  // codec_impl.cc:930-937
+  // codec_impl.cc:930-937. transfer-encoding is an inline header in Envoy: repeated fields are
+  // joined with ',' ("chunked,chunked"), which is not "chunked" either.
+  if (te != nullptr && (!iequals(*te, "chunked") || headers_->getAll("transfer-encoding").size() > 1))
+    return failRequest(501);
   if (cl != nullptr) {
     for (auto& v : headers_->getAll("content-length")) {
       if (v != *cl) return failRequest(400);
     }
   }
   std::string authority, path = url_, scheme = "http";
-  if (const std::string* host = headers_->get("host")) authority = *host;
+  // Host is Envoy's inline :authority: a repeated field is appended with ','
+  // (header_map_impl.cc insertByKey, delimiterByHeader), not dropped, and "a,b" is a valid
+  // authority to HeaderUtility::authorityIsValid; the route and the upstream see both.
+  for (auto& h : headers_->getAll("host")) {
+    if (!authority.empty()) authority.push_back(',');
+    authority.append(h);
+  }
+  const bool connect = parser_.method == HTTP_CONNECT;
   const bool origin_form = !url_.empty() && (url_[0] == '/' || (parser_.method == HTTP_OPTIONS && url_[0] == '*'));
-  if (!origin_form && parser_.method != HTTP_CONNECT) {
+  if (connect) {
+    // codec_impl.cc handlePath: a CONNECT target is authority-form only (Utility::Url::
+    // initialize with is_connect: http_parser's host:port, nothing else); it becomes
+    // :authority and the request has no :path. Origin or absolute form: 400.
+    http_parser_url u;
+    http_parser_url_init(&u);
+    if (http_parser_parse_url(url_.data(), url_.size(), 1, &u) != 0 || !(u.field_set & (1 << UF_HOST)))
+      return failRequest(400);
+    authority = url_;
+    path.clear();
+    // codec_impl.cc:883-893: a CONNECT body has no defined semantics; content-length 0 is
+    // dropped, any other is a 400.
+    if (cl != nullptr) {
+      if (*cl != "0") return failRequest(400);
+      headers_->remove("content-length");
+      cl = nullptr;
+    }
+  } else if (!origin_form) {
     // codec_impl.cc:1111-1172 (allow_absolute_url defaults to true): the request-target's
     // host replaces Host (RFC 7230 5.7) and its scheme becomes :scheme.
     if (!splitAbsoluteUrl(url_, &scheme, &authority, &path)) return failRequest(400);
   }
   if (authority.empty()) return failRequest(400);  // HeaderUtility::requestHeadersValid
 
+  // Utility::isUpgrade: an Upgrade header and "upgrade" among the Connection tokens (values of
+  // repeated fields joined, as Envoy's inline headers are). h2c is not an upgrade to Envoy: its
+  // headers are removed (codec_impl.cc:851-864). An upgrade request keeps connection and
+  // upgrade for the connection manager (conn_manager_utility.cc:134-137 strips them only from
+  // other requests), which refuses it without upgrade_configs.
+  std::string connection_value, upgrade_value;
+  bool has_upgrade = false;
+  for (auto& [k, v] : headers_->entries()) {
+    if (k == "connection") {
+      if (!connection_value.empty()) connection_value.push_back(',');
+      connection_value.append(v);
+    } else if (k == "upgrade") {
+      if (has_upgrade) upgrade_value.push_back(',');
+      upgrade_value.append(v);
+      has_upgrade = true;
+    }
+  }
+  bool upgrade = has_upgrade && hasToken(connection_value, "upgrade");
+  bool h2c = upgrade && iequals(upgrade_value, "h2c");
+  if (h2c) upgrade = false;
+
   auto request = std::make_unique<HeaderMap>();
   request->addCopy(":authority", authority);
-  request->addCopy(":path", path);
+  if (!connect) request->addCopy(":path", path);
   request->addCopy(":method", http_method_str(static_cast<enum http_method>(parser_.method)));
   request->addCopy(":scheme", scheme);
   bool close_requested = false;
@@ -615,12 +705,17 @@ int ServerConnection::onHeadersComplete() {
   for (auto& [k, v] : headers_->entries()) {
     if (k == "host") continue;
     if (k == "connection" && hasToken(v, "close")) close_requested = true;
+    if (h2c && k == "http2-settings") continue;
     if (isHopByHop(k)) continue;
     if (k == "expect" && iequals(v, "100-continue")) {
       expect_continue = true;
       continue;
     }
     request->addCopy(k, v);
+  }
+  if (upgrade) {
+    request->addCopy("connection", connection_value);
+    request->addCopy("upgrade", upgrade_value);
   }
   if (expect_continue) {
     // conn_manager_impl.cc:1431-1441: without proxy_100_continue Envoy answers
@@ -632,14 +727,31 @@ int ServerConnection::onHeadersComplete() {
   header_count_ = 0;
   processing_trailers_ = true;
 
-  stream_ = std::make_unique<ActiveRequest>(this);
+  // The stream exists since the first byte (onMessageBegin); a timeout may have ended it.
+  if (!stream_ || stream_->decoder_ == nullptr) return -1;
   stream_->head_ = parser_.method == HTTP_HEAD;
   stream_->close_requested_ = close_requested;
   stream_->protocol_ = 1;
-  stream_->decoder_ = &callbacks_->newStream(*stream_);
 
-  const bool has_body = (parser_.flags & F_CHUNKED) ||
-                        (parser_.content_length > 0 && parser_.content_length != ULLONG_MAX);
+  if (upgrade || connect) {
+    // codec_impl.cc:878-896, 950-965: an upgrade or CONNECT request puts the codec in upgrade
+    // mode: the headers are decoded without end_stream, whatever follows them is upgrade
+    // payload (never parsed as HTTP: no request smuggled behind a refused upgrade), and the
+    // request never completes, so the response closes the connection. moe-host supports no
+    // upgrade (no upgrade_configs): the connection manager answers 403, or the router 404
+    // for a CONNECT no route matches; the payload is discarded.
+    upgrade_payload_ = true;
+    stream_->decoder_->decodeHeaders(std::move(request), false);
+    return 2;
+  }
+  const bool chunked = te != nullptr;  // "chunked" exactly: anything else was refused above
+  const bool has_body = chunked || (parser_.content_length > 0 && parser_.content_length != ULLONG_MAX);
+  if (chunked) {
+    // The body is read by chunked_; returning 2 makes http_parser stop after the headers
+    // (an "upgrade": it skips the body and ends its message here, see onMessageComplete).
+    reading_chunked_ = true;
+    chunked_.reset();
+  }
   if (has_body) {
     stream_->decoder_->decodeHeaders(std::move(request), false);
   } else {
@@ -647,12 +759,28 @@ int ServerConnection::onHeadersComplete() {
     // complete, so upper layers see the end of stream with the headers.
     stream_->pending_headers_ = std::move(request);
   }
-  return 0;
+  return chunked ? 2 : 0;
 }
 
 int ServerConnection::onBody(const char* at, size_t len) {
   if (stream_ && stream_->decoder_) body_.add(at, len);
   return 0;
+}
+
+void ServerConnection::onChunkData(const char* data, size_t len) {
+  if (stream_ && stream_->decoder_) body_.add(data, len);
+}
+
+bool ServerConnection::onTrailerField(std::string_view name, std::string_view value) {
+  // The same checks as a header line (commitHeader): count, name token, value characters,
+  // and max_request_headers_kb over the trailers (codec_impl.cc checkMaxHeadersSize).
+  if (headers_->byteSize() + name.size() + value.size() > max_headers_bytes_) {
+    failRequest(431);
+    return false;
+  }
+  field_.assign(name);
+  value_.assign(value);
+  return commitHeader();
 }
 
 void ServerConnection::flushBody(bool end_stream) {
@@ -666,12 +794,20 @@ void ServerConnection::flushBody(bool end_stream) {
 }
 
 int ServerConnection::onMessageComplete() {
+  // http_parser ends its message right after the headers of a chunked request (onHeadersComplete
+  // returned 2); the body follows, read by chunked_. Likewise for an upgrade: payload follows.
+  if (reading_chunked_ || upgrade_payload_) return 0;
   if (processing_trailers_ && last_was_value_ && !commitHeader()) return -1;
+  onRequestComplete();
+  return 0;
+}
+
+void ServerConnection::onRequestComplete() {
   // Stop after each request; dispatchInput resumes once the response is done.
   pauseParser(&parser_);
-  if (!stream_) return 0;
+  if (!stream_) return;
   stream_->request_complete_ = true;
-  if (stream_->decoder_ == nullptr) return 0;  // response already finished; body discarded
+  if (stream_->decoder_ == nullptr) return;  // response already finished; body discarded
   if (stream_->pending_headers_) {
     stream_->decoder_->decodeHeaders(std::move(stream_->pending_headers_), true);
   } else if (headers_ && headers_->size() > 0) {
@@ -680,12 +816,26 @@ int ServerConnection::onMessageComplete() {
   } else {
     flushBody(true);
   }
-  return 0;
 }
 
 void ServerConnection::write(std::string_view data) {
   if (closed_ || data.empty()) return;
   bufferevent_write(bev_, data.data(), data.size());
+  checkWriteWatermarks();
+}
+
+// connection_impl.cc onWriteBufferHighWatermark/LowWatermark -> codec_impl.cc
+// ServerConnectionImpl::onAboveHighWatermark/onBelowLowWatermark -> the active stream.
+void ServerConnection::checkWriteWatermarks() {
+  if (write_limit_ == 0 || closed_) return;
+  const size_t pending = evbuffer_get_length(bufferevent_get_output(bev_));
+  if (!above_write_high_ && pending > write_limit_) {
+    above_write_high_ = true;
+    if (stream_ && stream_->decoder_) stream_->decoder_->onAboveWriteBufferHighWatermark();
+  } else if (above_write_high_ && pending <= write_limit_ / 2) {
+    above_write_high_ = false;
+    if (stream_ && stream_->decoder_) stream_->decoder_->onBelowWriteBufferLowWatermark();
+  }
 }
 
 bool ServerConnection::shouldCloseAfterResponse() const {
@@ -858,19 +1008,36 @@ struct ClientParserCallbacks {
     auto* s = self(p);
     if (s->last_was_value_ && !s->commitHeader()) return -1;
     s->field_.append(at, n);
-    return 0;
+    return s->countHeaderBytes(n) ? 0 : -1;
   }
   static int onHeaderValue(http_parser* p, const char* at, size_t n) {
     auto* s = self(p);
     s->last_was_value_ = true;
     s->value_.append(at, n);
     if (!s->trailers_) matchTransferEncodingName(*p, s->field_, s->transfer_encoding_seen_);
-    return 0;
+    return s->countHeaderBytes(n) ? 0 : -1;
   }
   static int onHeadersComplete(http_parser* p) {
     auto* s = self(p);
     if (s->last_was_value_ && !s->commitHeader()) return -1;
     const int status = p->status_code;
+    const std::string* te = s->headers_->get("transfer-encoding");
+    const std::string* cl = s->headers_->get("content-length");
+    // codec_impl.cc:915-937, shared with requests: transfer-encoding with content-length, or a
+    // transfer-coding other than chunked ("identity" included; repeated fields are joined by
+    // Envoy's inline header map, so "chunked" twice is not "chunked" either).
+    if (te != nullptr &&
+        (cl != nullptr || !iequals(*te, "chunked") || s->headers_->getAll("transfer-encoding").size() > 1))
+      return -1;
+    // codec_impl.cc:1542-1558: a 1xx or 204 carries neither transfer-encoding nor a non-zero
+    // content-length; "content-length: 0" is dropped.
+    if (status < 200 || status == 204) {
+      if (te != nullptr) return -1;
+      if (cl != nullptr) {
+        if (*cl != "0") return -1;
+        s->headers_->remove("content-length");
+      }
+    }
     if (status >= 100 && status < 200 && status != 101) {
       // 100-continue and other informational responses are swallowed (Envoy forwards 100 only
       // with proxy_100_continue); the real response follows on the same connection.
@@ -892,15 +1059,18 @@ struct ClientParserCallbacks {
     const bool no_body = s->head_request_ || statusHasNoBody(status) ||
                          (!(p->flags & F_CHUNKED) && p->content_length == 0);
     if (no_body) {
+      // 1: http_parser skips the body (HEAD, 1xx, 204, 304 whatever their framing headers say,
+      // as Envoy's cannotHaveBody).
       s->pending_headers_ = std::move(out);
-      // 1: tell http_parser there is no body. Not only for HEAD: a 1xx/204/304 that still says
-      // Content-Length or chunked would otherwise have its "body" collected and delivered as
-      // data before these (pending) headers. Envoy's codec answers NoBody the same way
-      // (codec_impl.cc, ClientConnectionImpl::onHeadersCompleteBase, cannotHaveBody()).
       return 1;
     }
+    if (te != nullptr) {
+      // A chunked body is read by chunked_; 2 makes http_parser stop right after the headers.
+      s->reading_chunked_ = true;
+      s->chunked_.reset();
+    }
     s->cb_.onResponseHeaders(std::move(out), false);
-    return 0;
+    return s->reading_chunked_ ? 2 : 0;
   }
   static int onBody(http_parser* p, const char* at, size_t n) {
     self(p)->body_.add(at, n);
@@ -911,20 +1081,14 @@ struct ClientParserCallbacks {
     if (s->skipping_1xx_) {
       s->skipping_1xx_ = false;
       s->started_ = false;
+      s->header_count_ = 0;
+      s->header_bytes_ = 0;
       return 0;  // keep parsing: the final response follows
     }
+    // http_parser ends its message after the headers of a chunked response; the body follows.
+    if (s->reading_chunked_) return 0;
     if (s->trailers_ && s->last_was_value_ && !s->commitHeader()) return -1;
-    pauseParser(p);
-    s->keep_alive_ = http_should_keep_alive(p) != 0;
-    s->complete_ = true;
-    if (s->pending_headers_) {
-      s->cb_.onResponseHeaders(std::move(s->pending_headers_), true);
-    } else if (s->headers_ && s->headers_->size() > 0) {
-      s->flushBody(false);
-      if (!s->stopped_) s->cb_.onResponseTrailers(std::move(s->headers_));
-    } else {
-      s->flushBody(true);
-    }
+    s->onComplete();
     return 0;
   }
 
@@ -944,14 +1108,47 @@ struct ClientParserCallbacks {
   }
 };
 
-ResponseParser::ResponseParser(ResponseParserCallbacks& cb) : cb_(cb) { reset(false); }
+ResponseParser::ResponseParser(ResponseParserCallbacks& cb) : cb_(cb), chunked_(*this, kMaxResponseHeadersBytes) {
+  reset(false);
+}
+
+void ResponseParser::onComplete() {
+  pauseParser(&parser_);
+  keep_alive_ = http_should_keep_alive(&parser_) != 0;
+  complete_ = true;
+  if (pending_headers_) {
+    cb_.onResponseHeaders(std::move(pending_headers_), true);
+  } else if (headers_ && headers_->size() > 0) {
+    flushBody(false);
+    if (!stopped_) cb_.onResponseTrailers(std::move(headers_));
+  } else {
+    flushBody(true);
+  }
+}
+
+void ResponseParser::onChunkData(const char* data, size_t len) { body_.add(data, len); }
+
+bool ResponseParser::countHeaderBytes(size_t n) {
+  // "headers size exceeds limit": Balsa's HEADERS_TOO_LONG counts the whole header block.
+  header_bytes_ += n;
+  return trailers_ || header_bytes_ <= kMaxResponseHeadersBytes;
+}
+
+bool ResponseParser::onTrailerField(std::string_view name, std::string_view value) {
+  if (headers_->byteSize() + name.size() + value.size() > kMaxResponseHeadersBytes) return false;
+  field_.assign(name);
+  value_.assign(value);
+  return commitHeader();
+}
 
 void ResponseParser::reset(bool head_request) {
   http_parser_init(&parser_, HTTP_RESPONSE);
   parser_.data = this;
   head_request_ = head_request;
   started_ = headers_done_ = complete_ = error_ = stopped_ = keep_alive_ = false;
-  skipping_1xx_ = trailers_ = last_was_value_ = transfer_encoding_seen_ = false;
+  skipping_1xx_ = trailers_ = last_was_value_ = reading_chunked_ = transfer_encoding_seen_ = false;
+  header_count_ = 0;
+  header_bytes_ = 0;
   field_.clear();
   value_.clear();
   headers_.reset();
@@ -962,6 +1159,8 @@ void ResponseParser::reset(bool head_request) {
 bool ResponseParser::commitHeader() {
   last_was_value_ = false;
   if (field_.empty()) return true;
+  if (++header_count_ > kMaxResponseHeadersCount) return false;  // codec_impl.cc:570-577
+  if (!countHeaderBytes(4)) return false;  // ": " and CRLF
   if (field_.find(':') != std::string::npos || !validHeaderName(field_)) return false;
   std::string_view value = trimWhitespace(value_);
   if (!validHeaderValue(value)) return false;
@@ -985,6 +1184,21 @@ void ResponseParser::stop() {
 
 size_t ResponseParser::dispatch(const char* data, size_t len) {
   if (complete_ || error_ || stopped_) return 0;
+  if (reading_chunked_) {
+    size_t n = chunked_.execute(data, len);
+    if (chunked_.error() != ChunkedDecoder::Error::None) {
+      MOE_LOG(Debug, "http1", "upstream chunked body error: %s", ChunkedDecoder::errorName(chunked_.error()));
+      error_ = true;
+      return n;
+    }
+    if (chunked_.done()) {
+      reading_chunked_ = false;
+      onComplete();
+    } else if (!stopped_) {
+      flushBody(false);
+    }
+    return n;
+  }
   size_t n = http_parser_execute(&parser_, &ClientParserCallbacks::settings(), data, len);
   if (stopped_) return n;
   const auto err = HTTP_PARSER_ERRNO(&parser_);
@@ -998,6 +1212,7 @@ size_t ResponseParser::dispatch(const char* data, size_t len) {
 
 bool ResponseParser::onEof() {
   if (complete_ || error_ || stopped_ || !started_ || !headers_done_) return complete_;
+  if (reading_chunked_) return false;  // the chunked body did not end
   // A zero-length execute tells http_parser the connection ended: completes a body delimited
   // by connection close, and is an error anywhere else.
   http_parser_execute(&parser_, &ClientParserCallbacks::settings(), nullptr, 0);

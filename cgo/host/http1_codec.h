@@ -13,6 +13,7 @@
 #include <string>
 
 #include "buffer.h"
+#include "chunked_decoder.h"
 #include "codec.h"
 #include "dispatcher.h"
 #include "header_map.h"
@@ -30,7 +31,7 @@ const char* reasonPhrase(int status);
 // ---------------------------------------------------------------------------------------------
 // Server side
 // ---------------------------------------------------------------------------------------------
-class ServerConnection {
+class ServerConnection : private ChunkedDecoder::Callbacks {
 public:
   // Takes ownership of fd. on_closed runs once, when the connection closes (from the loop).
   // The object deletes itself (deferred) after closing.
@@ -52,7 +53,7 @@ private:
   ServerConnection(Dispatcher& dispatcher, int fd, const ConnectionInfo& info,
                    HttpConnectionManagerFactory& factory, const Server& server,
                    uint32_t read_limit_bytes, std::function<void(ServerConnection*)> on_closed);
-  ~ServerConnection();
+  ~ServerConnection() override;
   friend class ActiveRequest;
   friend struct ServerParserCallbacks;
 
@@ -72,7 +73,13 @@ private:
   int onHeadersComplete();
   int onBody(const char* at, size_t len);
   int onMessageComplete();
+  // The request's end: body end_stream or trailers (from http_parser or the chunked decoder).
+  void onRequestComplete();
   bool commitHeader();
+  // ChunkedDecoder::Callbacks: the request body is chunked (the decoder, not http_parser,
+  // reads it).
+  void onChunkData(const char* data, size_t len) override;
+  bool onTrailerField(std::string_view name, std::string_view value) override;
   int failRequest(int status);
   void flushBody(bool end_stream);
 
@@ -109,6 +116,14 @@ private:
   int error_status_ = 0;        // set by a parser callback that rejects the request
   bool transfer_encoding_seen_ = false;  // a header named exactly transfer-encoding (matchTransferEncodingName)
   Buffer body_;                 // body bytes parsed in the current dispatch, not yet delivered
+  // A chunked request body is read by chunked_ (Balsa's rules), not by http_parser, which
+  // accepts a bare LF in a chunk extension: http_parser stops after the headers and is
+  // re-initialised for the next request when the body ends.
+  ChunkedDecoder chunked_;
+  bool reading_chunked_ = false;
+  // The current request is an upgrade or CONNECT: the bytes after its headers are upgrade
+  // payload, not HTTP; the connection closes after the response.
+  bool upgrade_payload_ = false;
 
   std::unique_ptr<ActiveRequest> stream_;
   uint64_t unclaimed_wire_bytes_ = 0;  // parsed before the current request's stream existed
@@ -118,6 +133,12 @@ private:
   TimerPtr resume_timer_;             // re-dispatches buffered input after readDisable(false)
   TimerPtr linger_timer_;             // bounds the wait for the peer's FIN after shutdown(WR)
   bool close_after_flush_ = false;
+  // Write-side flow control (Envoy's connection write buffer watermarks): above
+  // write_limit_ bytes of unsent output the stream is told (high watermark); at half of it
+  // or less again, told too (low). 0: no limit.
+  const uint32_t write_limit_;
+  bool above_write_high_ = false;
+  void checkWriteWatermarks();
   bool write_shutdown_ = false;
   bool closed_ = false;
 };
@@ -134,7 +155,13 @@ public:
 };
 
 // Parses one response at a time. Envoy's ClientConnectionImpl equivalent without the socket.
-class ResponseParser {
+// Refuses (error()) what Envoy's client codec refuses, each an upstream protocol error there:
+// more than 100 header fields or a header block over 80 KiB (the cluster defaults:
+// max_headers_count, and max_response_headers_kb unset -> MAX_RESPONSE_HEADERS_KB,
+// codec_impl.h:32), transfer-encoding together with content-length or other than "chunked"
+// (codec_impl.cc:915-937), transfer-encoding or a non-zero content-length on a 1xx or 204
+// (codec_impl.cc:1542-1558), and chunked framing Balsa refuses (ChunkedDecoder).
+class ResponseParser : private ChunkedDecoder::Callbacks {
 public:
   explicit ResponseParser(ResponseParserCallbacks& cb);
   // Prepares for the response to a new request.
@@ -158,9 +185,18 @@ private:
   friend struct ClientParserCallbacks;
   bool commitHeader();
   void flushBody(bool end_stream);
+  // The response's end (from http_parser or the chunked decoder).
+  void onComplete();
+  void onChunkData(const char* data, size_t len) override;
+  bool onTrailerField(std::string_view name, std::string_view value) override;
 
   ResponseParserCallbacks& cb_;
   http_parser parser_;
+  ChunkedDecoder chunked_;
+  bool reading_chunked_ = false;  // a chunked body: chunked_ reads it, http_parser stopped
+  uint32_t header_count_ = 0;
+  size_t header_bytes_ = 0;
+  bool countHeaderBytes(size_t n);
   bool head_request_ = false;
   bool started_ = false, headers_done_ = false, complete_ = false, error_ = false;
   bool stopped_ = false, keep_alive_ = false, skipping_1xx_ = false, trailers_ = false;

@@ -1,5 +1,6 @@
 // moe-host entry point (Envoy: source/exe/main_common.cc, source/server/server.cc): Envoy's
-// command line, the compiled bootstrap, workers, admin, and graceful stop on SIGINT/SIGTERM.
+// command line, the compiled bootstrap, workers, admin, graceful stop on SIGINT/SIGTERM, and
+// SIGHUP/SIGUSR1 handled as Envoy does.
 #include <event2/event.h>
 #include <event2/thread.h>
 #include <http_parser.h>
@@ -171,6 +172,13 @@ public:
     sigterm_ = evsignal_new(main_->base(), SIGTERM, &ServerImpl::onSignal, this);
     event_add(sigint_, nullptr);
     event_add(sigterm_, nullptr);
+    // server.cc:1016-1023: SIGUSR1 reopens the access logs, SIGHUP is eaten with a warning
+    // (the default action of either would kill the process and reset in-flight requests).
+    // SIGUSR2 is left at its default action, as in Envoy, which does not handle it.
+    sigusr1_ = evsignal_new(main_->base(), SIGUSR1, &ServerImpl::onSigusr1, this);
+    sighup_ = evsignal_new(main_->base(), SIGHUP, &ServerImpl::onSighup, this);
+    event_add(sigusr1_, nullptr);
+    event_add(sighup_, nullptr);
 
     for (auto& w : workers_) w->start();
     MOE_LOG(Info, "main", "starting main dispatch loop");
@@ -214,6 +222,15 @@ private:
     auto* self = static_cast<ServerImpl*>(arg);
     MOE_LOG(Warn, "main", "caught %s", sig == SIGINT ? "SIGINT" : "SIGTERM");
     self->beginShutdown();
+  }
+
+  static void onSigusr1(evutil_socket_t, short, void*) {
+    // moe-host writes no access log files of its own (access logs are the golang filters'
+    // OnLog*, whose sinks are the plugins'), so there is nothing to reopen.
+    MOE_LOG(Info, "main", "caught SIGUSR1. Reopening access logs.");
+  }
+  static void onSighup(evutil_socket_t, short, void*) {
+    MOE_LOG(Warn, "main", "caught and eating SIGHUP. See documentation for how to hot restart.");
   }
 
   // Graceful stop: stop accepting, let connections finish their current request with
@@ -282,6 +299,8 @@ private:
   std::atomic<bool> draining_{false};
   event* sigint_ = nullptr;
   event* sigterm_ = nullptr;
+  event* sigusr1_ = nullptr;
+  event* sighup_ = nullptr;
   TimerPtr drain_timer_;
   std::chrono::steady_clock::time_point drain_deadline_;
 };

@@ -126,6 +126,9 @@ const RouteTable::CompiledVirtualHost* RouteTable::findVirtualHost(const HeaderM
 // :path (query included), path and safe_regex against the path without the query string.
 bool RouteTable::routeMatches(const CompiledRoute& cr, const HeaderMap& headers) {
   const auto& m = cr.route->match;
+  // config_impl.cc:1823: without :path (a CONNECT) only routes that support pathless headers
+  // (connect_matcher, not supported here) match.
+  if (headers.get(":path") == nullptr) return false;
   std::string_view full = headers.path();
   bool path_ok = false;
   switch (m.kind) {

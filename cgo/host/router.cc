@@ -23,6 +23,17 @@ std::string resetReasonString(UpstreamResetReason reason, const std::string& det
   return "";
 }
 
+// Filter::streamResetReasonToResponseFlag (router.cc:1745-1772).
+const char* resetResponseFlag(UpstreamResetReason reason) {
+  switch (reason) {
+  case UpstreamResetReason::ConnectionFailure: return "UF";
+  case UpstreamResetReason::ConnectionTermination: return "UC";
+  case UpstreamResetReason::ProtocolError: return "UPE";
+  case UpstreamResetReason::LocalReset: return "LR";
+  }
+  return "UC";
+}
+
 std::string replaceSpaces(std::string s) {
   std::replace(s.begin(), s.end(), ' ', '_');
   return s;
@@ -161,6 +172,49 @@ void RouterFilter::onPoolReady(const std::string& host) {
   // conn_pool_base.cc attachStreamToClient: upstream_rq_total counts requests bound to an
   // upstream connection (so not those whose connect failed).
   if (info.upstream_cluster) stats().counter("cluster." + *info.upstream_cluster + ".upstream_rq_total").inc();
+  // upstream_request.cc:711 onPoolReady: the downstream's watermarks now pause this upstream.
+  if (!watermarks_registered_) {
+    watermarks_registered_ = true;
+    callbacks_->addDownstreamWatermarkCallbacks(*this);
+  }
+}
+
+void RouterFilter::clusterCounter(const char* name) {
+  if (auto& c = callbacks_->streamInfo().upstream_cluster) stats().counter("cluster." + *c + "." + name).inc();
+}
+
+void RouterFilter::readDisableOrDefer(bool disable) {
+  if (!upstream_) return;
+  if (disable) {
+    if (response_started_) {
+      clusterCounter("upstream_flow_control_paused_reading_total");
+      upstream_->readDisable(true);
+    } else {
+      ++deferred_read_disabling_count_;
+    }
+    return;
+  }
+  if (deferred_read_disabling_count_ > 0) {
+    --deferred_read_disabling_count_;
+    return;
+  }
+  clusterCounter("upstream_flow_control_resumed_reading_total");
+  upstream_->readDisable(false);
+}
+
+// upstream_request.cc:810-824 disable/enableDataFromDownstreamForFlowControl.
+void RouterFilter::onUpstreamAboveWriteBufferHighWatermark() {
+  if (destroyed_) return;
+  clusterCounter("upstream_flow_control_backed_up_total");
+  ++downstream_data_disabled_;
+  callbacks_->onDecoderFilterAboveWriteBufferHighWatermark();
+}
+
+void RouterFilter::onUpstreamBelowWriteBufferLowWatermark() {
+  if (destroyed_ || downstream_data_disabled_ == 0) return;
+  clusterCounter("upstream_flow_control_drained_total");
+  --downstream_data_disabled_;
+  callbacks_->onDecoderFilterBelowWriteBufferLowWatermark();
 }
 
 void RouterFilter::onUpstreamHeaders(HeaderMapPtr headers, bool end_stream) {
@@ -175,6 +229,12 @@ void RouterFilter::onUpstreamHeaders(HeaderMapPtr headers, bool end_stream) {
     headers->setOnly("x-envoy-upstream-service-time", std::to_string(ms.count()));
   }
   response_started_ = true;
+  // upstream_request.cc:337-347 maybeHandleDeferredReadDisable: pauses asked for before the
+  // response started take effect now.
+  for (; deferred_read_disabling_count_ > 0 && upstream_; --deferred_read_disabling_count_) {
+    clusterCounter("upstream_flow_control_paused_reading_total");
+    upstream_->readDisable(true);
+  }
   if (end_stream) onUpstreamComplete();
   callbacks_->encodeHeaders(std::move(headers), end_stream, "via_upstream");
 }
@@ -203,8 +263,7 @@ void RouterFilter::onUpstreamReset(UpstreamResetReason reason, const std::string
   if (response_timer_) response_timer_->disableTimer();
   if (destroyed_) return;
   std::string reason_str = resetReasonString(reason, details);
-  callbacks_->streamInfo().addResponseFlag(
-      reason == UpstreamResetReason::ConnectionFailure ? "UF" : "UC");
+  callbacks_->streamInfo().addResponseFlag(resetResponseFlag(reason));
   if (response_started_) {
     // router.cc onUpstreamAbort: the response started, so only a downstream reset is left.
     callbacks_->resetStream();
@@ -216,7 +275,9 @@ void RouterFilter::onUpstreamReset(UpstreamResetReason reason, const std::string
                      reason_str;
   std::string details_str = replaceSpaces("upstream_reset_before_response_started{" + reason_str +
                                           (details.empty() ? "" : "|" + details) + "}");
-  callbacks_->sendLocalReply(503, body, nullptr, details_str);
+  // router.cc:1681-1683: an upstream protocol error is a 502, every other reset a 503.
+  callbacks_->sendLocalReply(reason == UpstreamResetReason::ProtocolError ? 502 : 503, body, nullptr,
+                             details_str);
 }
 
 void RouterFilter::onDestroy() {
@@ -227,6 +288,16 @@ void RouterFilter::onDestroy() {
 
 void RouterFilter::releaseUpstream(bool reset) {
   if (!upstream_) return;
+  if (watermarks_registered_) {
+    watermarks_registered_ = false;
+    callbacks_->removeDownstreamWatermarkCallbacks(*this);
+  }
+  deferred_read_disabling_count_ = 0;
+  // ~UpstreamRequest: the downstream is not left paused for an upstream that is gone.
+  for (; downstream_data_disabled_ > 0; --downstream_data_disabled_) {
+    clusterCounter("upstream_flow_control_drained_total");
+    callbacks_->onDecoderFilterBelowWriteBufferLowWatermark();
+  }
   UpstreamRequest* raw = upstream_.release();
   if (reset) raw->reset();
   // Deleted after the current event: we may be inside one of its callbacks.

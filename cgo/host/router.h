@@ -11,7 +11,7 @@
 
 namespace moe {
 
-class RouterFilter : public StreamDecoderFilter, public UpstreamCallbacks {
+class RouterFilter : public StreamDecoderFilter, public UpstreamCallbacks, public DownstreamWatermarkCallbacks {
 public:
   explicit RouterFilter(ClusterManager& cm) : cm_(cm) {}
   ~RouterFilter() override;
@@ -29,8 +29,18 @@ public:
   void onUpstreamData(Buffer& data, bool end_stream) override;
   void onUpstreamTrailers(HeaderMapPtr trailers) override;
   void onUpstreamReset(UpstreamResetReason reason, const std::string& details) override;
+  void onUpstreamAboveWriteBufferHighWatermark() override;
+  void onUpstreamBelowWriteBufferLowWatermark() override;
+
+  // DownstreamWatermarkCallbacks (upstream_request.cc DownstreamWatermarkManager)
+  void onAboveWriteBufferHighWatermark() override { readDisableOrDefer(true); }
+  void onBelowWriteBufferLowWatermark() override { readDisableOrDefer(false); }
 
 private:
+  // upstream_request.cc:773-800: pause / resume reading the upstream for the downstream;
+  // deferred until the response started downstream (maybeHandleDeferredReadDisable).
+  void readDisableOrDefer(bool disable);
+  void clusterCounter(const char* name);
   void onRequestComplete();
   void onResponseTimeout();
   void onUpstreamComplete();
@@ -46,6 +56,9 @@ private:
   bool request_complete_ = false;   // downstream request fully sent upstream
   bool response_started_ = false;   // upstream response headers went downstream
   bool destroyed_ = false;
+  bool watermarks_registered_ = false;
+  uint32_t deferred_read_disabling_count_ = 0;
+  uint32_t downstream_data_disabled_ = 0;  // downstream reads paused for the upstream's buffer
 };
 
 } // namespace moe

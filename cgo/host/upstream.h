@@ -34,6 +34,11 @@ public:
   virtual void onUpstreamTrailers(HeaderMapPtr trailers) = 0;
   // The request failed; no more callbacks follow. Not called after reset().
   virtual void onUpstreamReset(UpstreamResetReason reason, const std::string& details) = 0;
+  // The upstream connection's write buffer went above its high watermark / drained below the
+  // low one (Envoy's UpstreamRequest::onAbove/BelowWriteBufferHighWatermark): stop / resume
+  // feeding it request data.
+  virtual void onUpstreamAboveWriteBufferHighWatermark() {}
+  virtual void onUpstreamBelowWriteBufferLowWatermark() {}
 };
 
 // One request on an upstream connection. encode* may be called before the connection is
@@ -47,6 +52,9 @@ public:
   virtual void encodeTrailers(const HeaderMap& trailers) = 0;
   // Cancel: no further callbacks; the connection is closed (not returned to the pool).
   virtual void reset() = 0;
+  // Stop / resume reading the response from the upstream connection, reference-counted as
+  // Envoy's Connection::readDisable. Undone when the response completes.
+  virtual void readDisable(bool disable) = 0;
 };
 using UpstreamRequestPtr = std::unique_ptr<UpstreamRequest>;
 

@@ -24,10 +24,12 @@ func TestTemplatesCompile(t *testing.T) {
 		name := strings.TrimSuffix(filepath.Base(p), ".yaml.tmpl")
 		t.Run(name, func(t *testing.T) {
 			ports := map[string]int{}
-			for _, l := range mainListeners {
-				ports[l] = 20000 + len(ports)
+			for _, l := range append(append([]string{}, mainListeners...), hardeningListeners...) {
+				if _, ok := ports[l]; !ok {
+					ports[l] = 20000 + len(ports)
+				}
 			}
-			data := map[string]any{"Library": b.lib, "AdminPort": 19999, "Ports": ports, "A1": 18001, "A2": 18002, "B": 18003, "Dead": 18004}
+			data := map[string]any{"Library": b.lib, "AdminPort": 19999, "Ports": ports, "A1": 18001, "A2": 18002, "B": 18003, "Dead": 18004, "Raw": 18005, "Stall": 18006}
 			tmpl, err := template.New(filepath.Base(p)).Option("missingkey=error").ParseFiles(p)
 			if err != nil {
 				t.Fatal(err)

@@ -71,7 +71,9 @@ type HttpConnectionManager struct {
 	StatPrefix          string `json:"stat_prefix"`
 	MaxRequestHeadersKB uint32 `json:"max_request_headers_kb"`
 	RequestTimeoutMS    uint64 `json:"request_timeout_ms"`
-	StreamIdleTimeoutMS uint64 `json:"stream_idle_timeout_ms"`
+	// RequestHeadersTimeoutMS is request_headers_timeout (0 = disabled, Envoy's default).
+	RequestHeadersTimeoutMS uint64 `json:"request_headers_timeout_ms"`
+	StreamIdleTimeoutMS     uint64 `json:"stream_idle_timeout_ms"`
 	// FlushAccessLogOnNewRequest is access_log_options.flush_access_log_on_new_request: golang
 	// filters get OnLogDownstreamStart when a request starts.
 	FlushAccessLogOnNewRequest bool `json:"flush_access_log_on_new_request"`

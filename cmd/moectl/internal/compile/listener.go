@@ -70,7 +70,7 @@ func emptyHCM() bootstrap.HttpConnectionManager {
 
 func (c *compiler) hcm(p ypath.Path, h *hcmv3.HttpConnectionManager) bootstrap.HttpConnectionManager {
 	c.only(p, h, "stat_prefix", "codec_type", "route_config", "http_filters",
-		"max_request_headers_kb", "request_timeout", "stream_idle_timeout",
+		"max_request_headers_kb", "request_timeout", "request_headers_timeout", "stream_idle_timeout",
 		"access_log_options", "flush_access_log_on_new_request", "rds")
 	switch h.GetCodecType() {
 	case hcmv3.HttpConnectionManager_AUTO, hcmv3.HttpConnectionManager_HTTP1:
@@ -81,6 +81,7 @@ func (c *compiler) hcm(p ypath.Path, h *hcmv3.HttpConnectionManager) bootstrap.H
 	out.StatPrefix = h.GetStatPrefix()
 	out.MaxRequestHeadersKB = u32(h.GetMaxRequestHeadersKb(), defaultMaxRequestHeadersKB)
 	out.RequestTimeoutMS = c.millis(p.Field("request_timeout"), h.GetRequestTimeout(), 0)
+	out.RequestHeadersTimeoutMS = c.millis(p.Field("request_headers_timeout"), h.GetRequestHeadersTimeout(), 0)
 	out.StreamIdleTimeoutMS = c.millis(p.Field("stream_idle_timeout"), h.GetStreamIdleTimeout(), defaultStreamIdleTimeoutMS)
 	out.FlushAccessLogOnNewRequest = c.flushAccessLogOnNewRequest(p, h)
 	if opts := h.GetAccessLogOptions(); opts != nil {

@@ -109,13 +109,25 @@ public:
     FUZZ_CHECK(!headers_ && !reset_, "headers twice or after reset");
     headers_ = true;
     const auto& e = h->entries();
-    FUZZ_CHECK(e.size() >= 4 && e[0].first == ":authority" && e[1].first == ":path" && e[2].first == ":method" &&
-               e[3].first == ":scheme");
-    FUZZ_CHECK(!e[0].second.empty() && !e[1].second.empty(), describe(e[0].second + " " + e[1].second));
+    // A CONNECT (authority form only) has no :path, as in Envoy (codec_impl.cc handlePath).
+    const bool connect = e.size() >= 2 && e[1].first == ":method" && e[1].second == "CONNECT";
+    const size_t pseudo = connect ? 3 : 4;
+    if (connect) {
+      FUZZ_CHECK(e.size() >= 3 && e[0].first == ":authority" && e[2].first == ":scheme");
+      FUZZ_CHECK(!e[0].second.empty(), "empty CONNECT authority");
+    } else {
+      FUZZ_CHECK(e.size() >= 4 && e[0].first == ":authority" && e[1].first == ":path" && e[2].first == ":method" &&
+                 e[3].first == ":scheme");
+      FUZZ_CHECK(!e[0].second.empty() && !e[1].second.empty(), describe(e[0].second + " " + e[1].second));
+    }
+    const bool upgrade = h->get("upgrade") != nullptr && h->get("connection") != nullptr;
     for (size_t i = 0; i < e.size(); i++) {
       auto& [k, v] = e[i];
-      fuzz::checkEntry(k, v, i < 4);
-      FUZZ_CHECK(!fuzz::isHopByHop(k), describe(k));
+      fuzz::checkEntry(k, v, i < pseudo);
+      // An upgrade request keeps connection and upgrade for the connection manager, which
+      // refuses it without upgrade_configs (conn_manager_utility.cc); nothing else hop-by-hop.
+      const bool upgrade_header = (k == "connection" || k == "upgrade") && upgrade;
+      FUZZ_CHECK(upgrade_header || !fuzz::isHopByHop(k), describe(k));
       FUZZ_CHECK(k != "host", describe(k));
       FUZZ_CHECK(!(k == "expect" && lowerCase(v) == "100-continue"), describe(v));
     }

@@ -3,6 +3,7 @@
 #include <event2/buffer.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
+#include <nlohmann/json.hpp>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -15,6 +16,8 @@
 #include "dispatcher_impl.h"
 #include "logger.h"
 #include "stats.h"
+#include "server.h"
+#include "version.h"
 
 namespace moe {
 
@@ -54,6 +57,15 @@ std::string filterLines(const std::string& text, const std::string& pattern) {
   return out;
 }
 
+// A google.protobuf.Duration in its JSON form ("5s", "0.100s").
+std::string formatSeconds(uint64_t ms) {
+  if (ms % 1000 == 0) return std::to_string(ms / 1000) + "s";
+  char buf[64];
+  snprintf(buf, sizeof(buf), "%llu.%03llus", static_cast<unsigned long long>(ms / 1000),
+           static_cast<unsigned long long>(ms % 1000));
+  return buf;
+}
+
 } // namespace
 
 AdminServer::AdminServer(DispatcherImpl& main, Hooks hooks)
@@ -74,6 +86,42 @@ uint16_t AdminServer::start(const std::string& ip, uint16_t port) {
   getsockname(evhttp_bound_socket_get_fd(sock), reinterpret_cast<sockaddr*>(&ss), &len);
   return ntohs(ss.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port
                                         : reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
+}
+
+// server_info_handler.cc handlerServerInfo: envoy.admin.v3.ServerInfo as (pretty) JSON.
+std::string AdminServer::serverInfo() const {
+  nlohmann::ordered_json info;
+  const bool draining = hooks_.draining && hooks_.draining();
+  const std::string uptime = std::to_string(static_cast<uint64_t>(time(nullptr)) - start_time_) + "s";
+  info["version"] = hostVersion();
+  info["state"] = draining ? "DRAINING" : "LIVE";
+  info["hot_restart_version"] = "disabled";
+  nlohmann::ordered_json opts = nlohmann::ordered_json::object();
+  if (const Options* o = hooks_.options) {
+    opts["concurrency"] = o->concurrency;
+    opts["config_path"] = o->config_path;
+    opts["log_level"] = logLevelName(o->log_level);
+    opts["log_path"] = o->log_path;
+    opts["service_cluster"] = o->service_cluster;
+    opts["service_node"] = o->service_node;
+    opts["service_zone"] = o->service_zone;
+    opts["mode"] = o->mode == Options::Mode::Serve ? "Serve" : o->mode == Options::Mode::Validate ? "Validate" : "InitOnly";
+    opts["disable_hot_restart"] = true;
+    opts["file_flush_interval"] = formatSeconds(o->file_flush_interval_ms);
+    opts["file_flush_min_size_kb"] = o->file_flush_min_size_kb;
+    opts["drain_time"] = formatSeconds(o->drain_time_ms);
+  }
+  info["command_line_options"] = opts;
+  nlohmann::ordered_json node = nlohmann::ordered_json::object();
+  if (const Options* o = hooks_.options) {
+    if (!o->service_node.empty()) node["id"] = o->service_node;
+    if (!o->service_cluster.empty()) node["cluster"] = o->service_cluster;
+  }
+  node["user_agent_name"] = "envoy";
+  info["node"] = node;
+  info["uptime_current_epoch"] = uptime;
+  info["uptime_all_epochs"] = uptime;
+  return info.dump(2) + "\n";
 }
 
 void AdminServer::onRequest(evhttp_request* req, void* arg) { static_cast<AdminServer*>(arg)->handle(req); }
@@ -112,12 +160,7 @@ void AdminServer::handle(evhttp_request* req) {
     return;
   }
   if (path == "/server_info") {
-    const char* state = hooks_.draining && hooks_.draining() ? "DRAINING" : "LIVE";
-    std::string body = std::string("{\"version\":\"moe-host\",\"state\":\"") + state +
-                       "\",\"uptime_current_epoch\":\"" +
-                       std::to_string(static_cast<uint64_t>(time(nullptr)) - start_time_) +
-                       "s\",\"command_line_options\":{\"concurrency\":" + std::to_string(hooks_.concurrency) + "}}\n";
-    reply(req, 200, "OK", body, "application/json");
+    reply(req, 200, "OK", serverInfo(), "application/json");
     return;
   }
   if (path == "/quitquitquit") {

@@ -16,13 +16,14 @@ struct evhttp_request;
 namespace moe {
 
 class DispatcherImpl;
+struct Options;
 
 class AdminServer {
 public:
   struct Hooks {
     std::function<void()> quit;          // graceful stop, run on the main dispatcher
     std::function<bool()> draining;
-    uint32_t concurrency = 1;
+    const Options* options = nullptr;
   };
   AdminServer(DispatcherImpl& main, Hooks hooks);
   ~AdminServer();
@@ -32,6 +33,7 @@ public:
 private:
   static void onRequest(evhttp_request* req, void* arg);
   void handle(evhttp_request* req);
+  std::string serverInfo() const;
 
   DispatcherImpl& main_;
   Hooks hooks_;

@@ -148,11 +148,11 @@ UpstreamRequestPtr ClusterImpl::newRequest(Dispatcher& worker, UpstreamCallbacks
   return pool.newRequest(eps[pool.nextRoundRobin() % eps.size()], cb);
 }
 
-ClusterManagerImpl::ClusterManagerImpl(const std::vector<bootstrap::ClusterConfig>& configs) {
+ClusterManagerImpl::ClusterManagerImpl(const std::vector<bootstrap::ClusterConfig>& configs, bool start_dns) {
   for (auto& c : configs) {
     if (by_name_.count(c.name)) throw std::runtime_error("duplicate cluster name " + c.name);
     auto cluster = std::make_unique<ClusterImpl>(c);
-    cluster->startDns();
+    if (start_dns) cluster->startDns();
     ordered_.push_back(cluster.get());
     by_name_[c.name] = std::move(cluster);
   }

@@ -41,7 +41,8 @@ private:
 
 class ClusterManagerImpl : public ClusterManager {
 public:
-  explicit ClusterManagerImpl(const std::vector<bootstrap::ClusterConfig>& configs);
+  // start_dns=false (validation): STRICT_DNS clusters resolve nothing.
+  ClusterManagerImpl(const std::vector<bootstrap::ClusterConfig>& configs, bool start_dns);
   Cluster* get(const std::string& name) override;
   // Clusters in bootstrap order.
   const std::vector<ClusterImpl*>& clusters() const { return ordered_; }

@@ -2,6 +2,7 @@
 // command line, the compiled bootstrap, workers, admin, and graceful stop on SIGINT/SIGTERM.
 #include <event2/event.h>
 #include <event2/thread.h>
+#include <arpa/inet.h>
 #include <http_parser.h>
 #include <limits.h>
 #include <signal.h>
@@ -27,6 +28,7 @@
 #include "dispatcher_impl.h"
 #include "dso.h"
 #include "logger.h"
+#include "options.h"
 #include "server.h"
 #include "stats.h"
 #include "upstream_guard.h"
@@ -45,70 +47,6 @@ bool leakCheckEnabled() {
 
 namespace moe {
 namespace {
-
-[[noreturn]] void usageError(const std::string& msg) {
-  fprintf(stderr, "moe-host: %s\n", msg.c_str());
-  fprintf(stderr,
-          "usage: moe-host -c FILE [--concurrency N] [-l LEVEL] [--drain-time-s N] "
-          "[--base-id N] [--disable-hot-restart]\n");
-  exit(1);
-}
-
-bool parseUint(const std::string& s, uint64_t* out) {
-  if (s.empty()) return false;
-  char* end = nullptr;
-  errno = 0;
-  unsigned long long v = strtoull(s.c_str(), &end, 10);
-  if (errno != 0 || *end != '\0' || s[0] == '-') return false;
-  *out = v;
-  return true;
-}
-
-Options parseArgs(int argc, char** argv) {
-  Options o;
-  bool have_config = false;
-  for (int i = 1; i < argc; i++) {
-    std::string arg = argv[i];
-    std::string value;
-    bool has_inline_value = false;
-    if (arg.rfind("--", 0) == 0) {
-      size_t eq = arg.find('=');
-      if (eq != std::string::npos) {
-        value = arg.substr(eq + 1);
-        arg = arg.substr(0, eq);
-        has_inline_value = true;
-      }
-    }
-    auto next = [&]() -> std::string {
-      if (has_inline_value) return value;
-      if (i + 1 >= argc) usageError("missing value for " + arg);
-      return argv[++i];
-    };
-    if (arg == "-c" || arg == "--config-path") {
-      o.config_path = next();
-      have_config = true;
-    } else if (arg == "--concurrency") {
-      uint64_t n;
-      if (!parseUint(next(), &n) || n == 0 || n > 1024) usageError("invalid --concurrency");
-      o.concurrency = static_cast<uint32_t>(n);
-    } else if (arg == "-l" || arg == "--log-level") {
-      std::string level = next();
-      if (!parseLogLevel(level, &o.log_level)) usageError("invalid log level \"" + level + "\"");
-    } else if (arg == "--drain-time-s") {
-      uint64_t n;
-      if (!parseUint(next(), &n)) usageError("invalid --drain-time-s");
-      o.drain_time_ms = n * 1000;
-    } else if (arg == "--base-id") {
-      next();  // hot restart is not supported; accepted for command-line compatibility
-    } else if (arg == "--disable-hot-restart") {
-      if (has_inline_value) usageError("--disable-hot-restart takes no value");
-    } else {
-      usageError("unknown flag " + arg);
-    }
-  }
-  if (!have_config) usageError("-c/--config-path is required");
-  return o;
-}
 
 std::string readFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -173,6 +111,13 @@ std::string compileWithMoectl(const std::string& path) {
   return out;
 }
 
+// Validation binds nothing, but the address must be one a listener could bind.
+void checkListenAddress(const std::string& ip) {
+  in6_addr tmp;
+  if (inet_pton(AF_INET, ip.c_str(), &tmp) != 1 && inet_pton(AF_INET6, ip.c_str(), &tmp) != 1)
+    throw std::runtime_error("listener address " + ip + " is not an IP address");
+}
+
 bool endsWith(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
@@ -189,14 +134,23 @@ public:
   Dispatcher& worker(uint32_t id) override { return workers_.at(id)->dispatcher(); }
   bool draining() const override { return draining_.load(); }
 
-  int run(const bootstrap::Bootstrap& config) {
+  // Builds everything the bootstrap describes (Envoy's InstanceImpl::initialize): clusters,
+  // listener factories (golang libraries loaded and their configs parsed by Go), and, unless
+  // only validating, the listen sockets and the admin listener. Throws on a rejected config.
+  void init(const bootstrap::Bootstrap& config) {
+    const bool validate = options_.mode == Options::Mode::Validate;
     // Workers exist (not running) before the factories, which may ask for their dispatchers.
     for (uint32_t i = 0; i < options_.concurrency; i++) workers_.push_back(std::make_unique<Worker>(i, *this));
     upstream_guard::init();  // before the clusters resolve anything
-    cluster_manager_ = std::make_unique<ClusterManagerImpl>(config.clusters);
+    // Validation resolves no names (Envoy's ValidationClusterManager has no DNS either).
+    cluster_manager_ = std::make_unique<ClusterManagerImpl>(config.clusters, /*start_dns=*/!validate);
 
     for (auto& listener : config.listeners) {
       factories_.push_back(createHttpConnectionManagerFactory(listener, *this));
+      if (validate) {
+        checkListenAddress(listener.address.address);
+        continue;
+      }
       uint16_t port = listener.address.port;
       for (uint32_t i = 0; i < options_.concurrency; i++) {
         uint16_t bound = 0;
@@ -208,6 +162,7 @@ public:
       MOE_LOG(Info, "main", "listener %s bound to %s:%u", listener.name.c_str(),
               listener.address.address.c_str(), static_cast<unsigned>(port));
     }
+    if (validate) return;
 
     // http_parser's own header limit (HTTP_MAX_HEADER_SIZE, 80 KiB, counting the request line
     // and CRLFs) is process-wide; keep it above every listener's max_request_headers_kb so the
@@ -220,12 +175,22 @@ public:
       AdminServer::Hooks hooks;
       hooks.quit = [this] { beginShutdown(); };
       hooks.draining = [this] { return draining(); };
-      hooks.concurrency = options_.concurrency;
+      hooks.options = &options_;
       admin_ = std::make_unique<AdminServer>(*main_, std::move(hooks));
       uint16_t port = admin_->start(config.admin->address.address, config.admin->address.port);
       MOE_LOG(Info, "main", "admin address: %s:%u", config.admin->address.address.c_str(), static_cast<unsigned>(port));
+      // server.cc: --admin-address-path gets the admin listener's address.
+      if (!options_.admin_address_path.empty()) {
+        std::ofstream out(options_.admin_address_path, std::ios::trunc);
+        const std::string& ip = config.admin->address.address;
+        out << (ip.find(':') != std::string::npos ? "[" + ip + "]" : ip) << ":" << port;
+        if (!out) throw std::runtime_error("cannot write admin address to " + options_.admin_address_path);
+      }
     }
+  }
 
+  // Runs until SIGINT/SIGTERM or /quitquitquit and the drain that follows.
+  int serve() {
     // libevent signal events: sigaction-based like Envoy's, and they leave Go's handlers for
     // the synchronous signals (SIGSEGV...) alone.
     sigint_ = evsignal_new(main_->base(), SIGINT, &ServerImpl::onSignal, this);
@@ -233,6 +198,7 @@ public:
     event_add(sigint_, nullptr);
     event_add(sigterm_, nullptr);
 
+    workers_started_ = true;
     for (auto& w : workers_) w->start();
     MOE_LOG(Info, "main", "starting main dispatch loop");
     main_->run();
@@ -241,6 +207,16 @@ public:
     for (auto& w : workers_) w->join();
     MOE_LOG(Info, "main", "exiting");
     return 0;
+  }
+
+  // Sanitizer builds, before LeakSanitizer looks, when the server never served (validate,
+  // init_only): Go's collection runs, but there are no worker loops to run posted deletes (and
+  // no request ever made one).
+  void releaseGoHeldMemoryNotServing() {
+    if (workers_started_) return;
+    for (golang::GoLibrary* lib : golang::loadedGoLibraries()) {
+      if (lib->cleanUp != nullptr) lib->cleanUp();
+    }
   }
 
 private:
@@ -312,6 +288,7 @@ private:
   std::vector<std::unique_ptr<HttpConnectionManagerFactory>> factories_;
   std::unique_ptr<AdminServer> admin_;
   std::atomic<bool> draining_{false};
+  bool workers_started_ = false;
   event* sigint_ = nullptr;
   event* sigterm_ = nullptr;
   TimerPtr drain_timer_;
@@ -323,14 +300,23 @@ private:
 
 int main(int argc, char** argv) {
   using namespace moe;
-  Options options = parseArgs(argc, argv);
+  Options options = parseOptions(argc, argv);
   // Before anything else: the Go library reads the level when it is loaded.
-  g_log_level.store(options.log_level);
+  setAllLogLevels(options.log_level);
+  for (auto& [name, level] : options.component_log_levels) findLogger(name)->level.store(level);
+  if (!options.log_path.empty() && !setLogPath(options.log_path)) {
+    fprintf(stderr, "moe-host: cannot open --log-path %s: %s\n", options.log_path.c_str(), strerror(errno));
+    return 1;
+  }
   signal(SIGPIPE, SIG_IGN);
   evthread_use_pthreads();
 
   bootstrap::Bootstrap config;
   try {
+    if (options.config_path.empty()) {
+      // configuration_impl / server.cc: Envoy needs one of its config sources.
+      throw std::runtime_error("At least one of --config-path or --config-yaml or Options::configProto() should be non-empty");
+    }
     std::string text = endsWith(options.config_path, ".json") ? readFile(options.config_path)
                                                                : compileWithMoectl(options.config_path);
     config = bootstrap::parseJson(text);
@@ -342,13 +328,27 @@ int main(int argc, char** argv) {
 
   // Leaked on purpose, like everything the Go runtime may still reach while the process ends.
   auto* server = new ServerImpl(options);
-  int rc;
+  int rc = 0;
   try {
-    rc = server->run(config);
+    server->init(config);
   } catch (const std::exception& e) {
-    MOE_LOG(Critical, "main", "error initializing server: %s", e.what());
+    if (options.mode == Options::Mode::Validate) {
+      // config_validation/server.cc validateConfig: the error, and exit 1.
+      MOE_LOG(Critical, "main", "error initializing configuration '%s': %s", options.config_path.c_str(), e.what());
+    } else {
+      MOE_LOG(Critical, "main", "error initializing server: %s", e.what());
+    }
     fflush(stderr);
     _exit(1);
+  }
+  if (options.mode == Options::Mode::Validate) {
+    // config_validation/server.cc validateConfig prints this on stdout.
+    printf("configuration '%s' OK\n", options.config_path.c_str());
+    if (leakCheckEnabled()) server->releaseGoHeldMemoryNotServing();
+  } else if (options.mode == Options::Mode::InitOnly) {
+    if (leakCheckEnabled()) server->releaseGoHeldMemoryNotServing();
+  } else {
+    rc = server->serve();
   }
   fflush(stdout);
   fflush(stderr);

@@ -25,6 +25,71 @@ const char* toString(UpstreamResetReason r) {
   return "unknown";
 }
 
+ClusterStats::ClusterStats(const std::string& cluster_name)
+    : prefix("cluster." + cluster_name + "."),
+      upstream_cx_total(moe::stats().counter(prefix + "upstream_cx_total")),
+      upstream_cx_connect_fail(moe::stats().counter(prefix + "upstream_cx_connect_fail")),
+      upstream_cx_connect_timeout(moe::stats().counter(prefix + "upstream_cx_connect_timeout")),
+      upstream_cx_destroy(moe::stats().counter(prefix + "upstream_cx_destroy")),
+      upstream_cx_destroy_local(moe::stats().counter(prefix + "upstream_cx_destroy_local")),
+      upstream_cx_destroy_remote(moe::stats().counter(prefix + "upstream_cx_destroy_remote")),
+      upstream_rq_total(moe::stats().counter(prefix + "upstream_rq_total")),
+      upstream_rq_timeout(moe::stats().counter(prefix + "upstream_rq_timeout")),
+      upstream_rq_per_try_timeout(moe::stats().counter(prefix + "upstream_rq_per_try_timeout")),
+      upstream_rq_retry(moe::stats().counter(prefix + "upstream_rq_retry")),
+      upstream_rq_retry_success(moe::stats().counter(prefix + "upstream_rq_retry_success")),
+      upstream_rq_retry_limit_exceeded(moe::stats().counter(prefix + "upstream_rq_retry_limit_exceeded")),
+      upstream_rq_retry_overflow(moe::stats().counter(prefix + "upstream_rq_retry_overflow")),
+      upstream_rq_retry_backoff_exponential(moe::stats().counter(prefix + "upstream_rq_retry_backoff_exponential")),
+      retry_or_shadow_abandoned(moe::stats().counter(prefix + "retry_or_shadow_abandoned")),
+      upstream_rq_tx_reset(moe::stats().counter(prefix + "upstream_rq_tx_reset")),
+      upstream_rq_rx_reset(moe::stats().counter(prefix + "upstream_rq_rx_reset")),
+      upstream_cx_active(moe::stats().gauge(prefix + "upstream_cx_active")),
+      upstream_rq_active(moe::stats().gauge(prefix + "upstream_rq_active")),
+      upstream_cx_connect_ms(moe::stats().histogram(prefix + "upstream_cx_connect_ms")) {}
+
+Counter& ClusterStats::code(const std::string& scope, uint32_t code) {
+  return moe::stats().counter(prefix + scope + "upstream_rq_" + std::to_string(code));
+}
+
+void ClusterStats::chargeResponse(uint32_t rc, bool internal_request) {
+  // chargeBasicResponseStat, then writeCategory for internal/external.
+  for (const char* scope : {"", internal_request ? "internal." : "external."}) {
+    moe::stats().counter(prefix + scope + "upstream_rq_completed").inc();
+    if (rc >= 100 && rc < 600) {
+      moe::stats().counter(prefix + scope + "upstream_rq_" + std::to_string(rc / 100) + "xx").inc();
+    }
+    code(scope, rc).inc();
+  }
+}
+
+void ClusterStats::chargeRetryResponse(uint32_t rc) {
+  moe::stats().counter(prefix + "retry.upstream_rq_completed").inc();
+  if (rc >= 100 && rc < 600) moe::stats().counter(prefix + "retry.upstream_rq_" + std::to_string(rc / 100) + "xx").inc();
+  code("retry.", rc).inc();
+}
+
+void ClusterStats::chargeResponseTiming(uint64_t ms, bool internal_request) {
+  moe::stats().histogram(prefix + "upstream_rq_time").record(ms);
+  moe::stats().histogram(prefix + (internal_request ? "internal." : "external.") + "upstream_rq_time").record(ms);
+}
+
+HostStats& ClusterStats::host(const std::string& address) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [a, h] : hosts_) {
+    if (a == address) return *h;
+  }
+  hosts_.emplace_back(address, std::make_unique<HostStats>());
+  return *hosts_.back().second;
+}
+
+std::vector<std::pair<std::string, HostStats*>> ClusterStats::hosts() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::pair<std::string, HostStats*>> out;
+  for (auto& [a, h] : hosts_) out.emplace_back(a, h.get());
+  return out;
+}
+
 std::string Endpoint::str() const {
   if (ip.find(':') != std::string::npos) return "[" + ip + "]:" + std::to_string(port);
   return ip + ":" + std::to_string(port);
@@ -78,15 +143,15 @@ bool overrideMatches(const std::string& host, const Endpoint& ep) {
 
 } // namespace
 
-ClusterImpl::ClusterImpl(const bootstrap::ClusterConfig& config) : config_(config) {
-  // Envoy's cluster stats exist (at 0) from the cluster's creation on.
-  stats().counter("cluster." + config_.name + ".upstream_rq_total");
+ClusterImpl::ClusterImpl(const bootstrap::ClusterConfig& config) : config_(config), stats_(config.name) {
+  // Envoy's cluster stats exist (at 0) from the cluster's creation on (ClusterStats).
   if (config_.type == bootstrap::ClusterConfig::Type::Static) {
     for (auto& a : config_.endpoints) {
       in6_addr tmp;
       if (inet_pton(AF_INET, a.address.c_str(), &tmp) != 1 && inet_pton(AF_INET6, a.address.c_str(), &tmp) != 1)
         throw std::runtime_error("cluster " + config_.name + ": STATIC endpoint " + a.address + " is not an IP address");
       endpoints_.push_back(Endpoint{a.address, a.port});
+      stats_.host(endpoints_.back().str());
     }
   }
 }
@@ -104,6 +169,7 @@ void ClusterImpl::startDns() {
   if (config_.type != bootstrap::ClusterConfig::Type::StrictDns) return;
   auto first = resolveAll();
   if (first.empty()) MOE_LOG(Warn, "upstream", "cluster %s: no endpoint resolved; serving 503 until one does", config_.name.c_str());
+  for (auto& e : first) stats_.host(e.str());
   {
     std::lock_guard<std::mutex> lock(endpoints_mu_);
     endpoints_ = std::move(first);
@@ -114,6 +180,7 @@ void ClusterImpl::startDns() {
     for (;;) {
       std::this_thread::sleep_for(std::chrono::milliseconds(config_.dns_refresh_rate_ms > 0 ? config_.dns_refresh_rate_ms : 5000));
       auto eps = resolveAll();
+      for (auto& e : eps) stats_.host(e.str());
       std::lock_guard<std::mutex> lock(endpoints_mu_);
       endpoints_ = std::move(eps);
     }
@@ -128,7 +195,7 @@ std::vector<Endpoint> ClusterImpl::endpoints() const {
 ConnPool& ClusterImpl::poolFor(Dispatcher& worker) {
   std::lock_guard<std::mutex> lock(pools_mu_);
   auto& slot = pools_[&worker];
-  if (!slot) slot = std::make_unique<ConnPool>(worker, config_.name, config_.connect_timeout_ms);
+  if (!slot) slot = std::make_unique<ConnPool>(worker, config_.name, config_.connect_timeout_ms, stats_);
   return *slot;
 }
 

@@ -20,6 +20,9 @@ public:
 
   const std::string& name() const override { return config_.name; }
   std::vector<Endpoint> endpoints() const override;
+  ClusterStats& stats() override { return stats_; }
+  uint64_t connectTimeoutMs() const override { return config_.connect_timeout_ms; }
+  const bootstrap::ClusterConfig& config() const { return config_; }
   UpstreamRequestPtr newRequest(Dispatcher& worker, UpstreamCallbacks& cb,
                                 const std::optional<std::string>& override_host,
                                 bool override_strict) override;
@@ -33,6 +36,7 @@ private:
   std::vector<Endpoint> resolveAll() const;
 
   const bootstrap::ClusterConfig config_;
+  ClusterStats stats_;
   mutable std::mutex endpoints_mu_;
   std::vector<Endpoint> endpoints_;  // guarded by endpoints_mu_
   std::mutex pools_mu_;
@@ -44,6 +48,7 @@ public:
   // start_dns=false (validation): STRICT_DNS clusters resolve nothing.
   ClusterManagerImpl(const std::vector<bootstrap::ClusterConfig>& configs, bool start_dns);
   Cluster* get(const std::string& name) override;
+  std::vector<Cluster*> all() override { return {ordered_.begin(), ordered_.end()}; }
   // Clusters in bootstrap order.
   const std::vector<ClusterImpl*>& clusters() const { return ordered_; }
 

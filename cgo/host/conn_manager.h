@@ -23,11 +23,28 @@ namespace moe {
 // Envoy's ConnectionManagerNamedStats subset, under "http.<stat_prefix>.".
 struct ConnectionManagerStats {
   explicit ConnectionManagerStats(const std::string& prefix);
+  Counter& downstream_cx_total;
+  Counter& downstream_cx_http1_total;
+  Gauge& downstream_cx_active;
+  Gauge& downstream_cx_http1_active;
+  Counter& downstream_cx_destroy;
+  Histogram& downstream_cx_length_ms;
   Counter& downstream_rq_total;
+  Counter& downstream_rq_http1_total;
+  Counter& downstream_rq_completed;
   Counter* downstream_rq_xx[5]; // 1xx..5xx
   Gauge& downstream_rq_active;
+  Histogram& downstream_rq_time;
   Counter& downstream_cx_destroy_remote_active_rq;
   Counter& downstream_rq_response_before_rq_complete;
+};
+
+// The listener's view of its HTTP connection manager ("listener.<address>.http.<stat_prefix>.",
+// Envoy's ConnectionManagerListenerStats).
+struct ConnectionManagerListenerStats {
+  explicit ConnectionManagerListenerStats(const std::string& prefix);
+  Counter& downstream_rq_completed;
+  Counter* downstream_rq_xx[5];
 };
 
 class HttpConnectionManagerFactoryImpl : public HttpConnectionManagerFactory {
@@ -37,6 +54,7 @@ public:
   std::unique_ptr<ServerConnectionCallbacks>
   createConnectionManager(Dispatcher& worker, const ConnectionInfo& conn) override;
   uint32_t maxRequestHeadersBytes() const override { return config_.hcm.max_request_headers_kb * 1024; }
+  void setListenerAddress(const std::string& ip, uint16_t port) override;
 
   // Adds this listener's http filters to a new stream (Envoy's FilterChainFactory).
   void createFilterChain(FilterManager& fm, uint32_t worker_id) const;
@@ -45,6 +63,8 @@ public:
   const RouteTable& routeTable() const { return *route_table_; }
   Server& server() { return server_; }
   ConnectionManagerStats& stats() { return stats_; }
+  // Set before the workers start (setListenerAddress).
+  ConnectionManagerListenerStats* listenerStats() { return listener_stats_.get(); }
 
 private:
   struct FilterFactory {
@@ -57,6 +77,7 @@ private:
   std::unique_ptr<RouteTable> route_table_;
   std::vector<FilterFactory> filters_;
   ConnectionManagerStats stats_;
+  std::unique_ptr<ConnectionManagerListenerStats> listener_stats_;
 };
 
 class ConnectionManager;
@@ -122,6 +143,7 @@ private:
   Dispatcher& worker_;
   uint32_t worker_id_;
   ConnectionInfo conn_;
+  std::chrono::steady_clock::time_point created_ = std::chrono::steady_clock::now();
   std::list<std::unique_ptr<ActiveStream>> streams_;
   bool counted_remote_close_ = false;
 };

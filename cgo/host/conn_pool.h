@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <chrono>
 #include <unordered_set>
 
 #include "dispatcher.h"
@@ -90,13 +91,16 @@ private:
   TimerPtr connect_timer_;
   ResponseParser parser_;
   UpstreamRequestImpl* request_ = nullptr;
+  HostStats& host_stats_;
+  std::chrono::steady_clock::time_point connect_start_ = std::chrono::steady_clock::now();
   bool connected_ = false;
   bool closed_ = false;
+  bool remote_close_ = false;  // the upstream closed it (upstream_cx_destroy_remote)
 };
 
 class ConnPool {
 public:
-  ConnPool(Dispatcher& dispatcher, std::string cluster_name, uint64_t connect_timeout_ms);
+  ConnPool(Dispatcher& dispatcher, std::string cluster_name, uint64_t connect_timeout_ms, ClusterStats& stats);
 
   UpstreamRequestPtr newRequest(const Endpoint& endpoint, UpstreamCallbacks& cb);
   // A request that fails from the event loop with reason/details (e.g. strict override host).
@@ -108,10 +112,11 @@ private:
   friend class UpstreamConnection;
   void onConnectionIdle(UpstreamConnection* conn);
   void onConnectionClosed(UpstreamConnection* conn);
-  void countConnectFailure(bool timeout);
+  void countConnectFailure(bool timeout, HostStats& host);
 
   Dispatcher& dispatcher_;
   const std::string cluster_name_;
+  ClusterStats& stats_;
   const uint64_t connect_timeout_ms_;
   std::map<std::string, std::list<UpstreamConnection*>> idle_;  // endpoint str -> idle conns
   std::unordered_set<UpstreamConnection*> all_;

@@ -142,6 +142,7 @@ public:
     // Workers exist (not running) before the factories, which may ask for their dispatchers.
     for (uint32_t i = 0; i < options_.concurrency; i++) workers_.push_back(std::make_unique<Worker>(i, *this));
     upstream_guard::init();  // before the clusters resolve anything
+    for (auto& [name, value] : options_.stats_tags) stats().addFixedTag(name, value);
     // Validation resolves no names (Envoy's ValidationClusterManager has no DNS either).
     cluster_manager_ = std::make_unique<ClusterManagerImpl>(config.clusters, /*start_dns=*/!validate);
 
@@ -159,6 +160,7 @@ public:
         port = bound;
         workers_[i]->addListener(fd, *factories_.back(), listener.per_connection_buffer_limit_bytes);
       }
+      factories_.back()->setListenerAddress(listener.address.address, port);
       MOE_LOG(Info, "main", "listener %s bound to %s:%u", listener.name.c_str(),
               listener.address.address.c_str(), static_cast<unsigned>(port));
     }
@@ -176,6 +178,7 @@ public:
       hooks.quit = [this] { beginShutdown(); };
       hooks.draining = [this] { return draining(); };
       hooks.options = &options_;
+      hooks.cluster_manager = cluster_manager_.get();
       admin_ = std::make_unique<AdminServer>(*main_, std::move(hooks));
       uint16_t port = admin_->start(config.admin->address.address, config.admin->address.port);
       MOE_LOG(Info, "main", "admin address: %s:%u", config.admin->address.address.c_str(), static_cast<unsigned>(port));
@@ -197,6 +200,14 @@ public:
     sigterm_ = evsignal_new(main_->base(), SIGTERM, &ServerImpl::onSignal, this);
     event_add(sigint_, nullptr);
     event_add(sigterm_, nullptr);
+
+    // Histogram intervals (the P-values' first number on /stats) are merged at every stats flush,
+    // by default every 5 s (stats_flush_interval).
+    stats_flush_timer_ = main_->createTimer([this] {
+      stats().mergeHistograms();
+      stats_flush_timer_->enableTimer(std::chrono::milliseconds(5000));
+    });
+    stats_flush_timer_->enableTimer(std::chrono::milliseconds(5000));
 
     workers_started_ = true;
     for (auto& w : workers_) w->start();
@@ -292,6 +303,7 @@ private:
   event* sigint_ = nullptr;
   event* sigterm_ = nullptr;
   TimerPtr drain_timer_;
+  TimerPtr stats_flush_timer_;
   std::chrono::steady_clock::time_point drain_deadline_;
 };
 

@@ -32,6 +32,13 @@ std::string replaceSpaces(std::string s) {
 
 RouterFilter::~RouterFilter() { releaseUpstream(true); }
 
+// Http::HeaderUtility::isEnvoyInternalRequest: x-envoy-internal: true.
+bool RouterFilter::internalRequest() const {
+  const HeaderMap* h = callbacks_->requestHeaders();
+  const std::string* v = h ? h->get("x-envoy-internal") : nullptr;
+  return v != nullptr && *v == "true";
+}
+
 FilterHeadersStatus RouterFilter::decodeHeaders(HeaderMap& headers, bool end_stream) {
   StreamInfo& info = callbacks_->streamInfo();
   MatchedRouteConstSharedPtr route = callbacks_->route();
@@ -57,6 +64,7 @@ FilterHeadersStatus RouterFilter::decodeHeaders(HeaderMap& headers, bool end_str
     return FilterHeadersStatus::StopIteration;
   }
   info.upstream_cluster = cluster->name();
+  cluster_ = cluster;
 
   // Route timeout (router.cc:200-300): the route's timeout, 0 disables it; the upstream is told
   // through x-envoy-expected-rq-timeout-ms.
@@ -138,6 +146,7 @@ FilterTrailersStatus RouterFilter::decodeTrailers(HeaderMap& trailers) {
 // The global timeout runs from the end of the downstream request (router.cc onRequestComplete).
 void RouterFilter::onRequestComplete() {
   request_complete_ = true;
+  request_complete_time_ = std::chrono::steady_clock::now();
   if (timeout_ms_ == 0 || !upstream_) return;
   response_timer_ = callbacks_->dispatcher().createTimer([this] { onResponseTimeout(); });
   response_timer_->enableTimer(std::chrono::milliseconds(timeout_ms_));
@@ -159,7 +168,13 @@ void RouterFilter::onPoolReady(const std::string& host) {
   info.upstream_remote_address = host;
   // conn_pool_base.cc attachStreamToClient: upstream_rq_total counts requests bound to an
   // upstream connection (so not those whose connect failed).
-  if (info.upstream_cluster) stats().counter("cluster." + *info.upstream_cluster + ".upstream_rq_total").inc();
+  if (cluster_ != nullptr) {
+    cluster_->stats().upstream_rq_total.inc();
+    cluster_->stats().upstream_rq_active.add(1);
+    host_stats_ = &cluster_->stats().host(host);
+    host_stats_->rq_total.inc();
+    host_stats_->rq_active.add(1);
+  }
 }
 
 void RouterFilter::onUpstreamHeaders(HeaderMapPtr headers, bool end_stream) {
@@ -174,6 +189,9 @@ void RouterFilter::onUpstreamHeaders(HeaderMapPtr headers, bool end_stream) {
     headers->setOnly("x-envoy-upstream-service-time", std::to_string(ms.count()));
   }
   response_started_ = true;
+  // chargeUpstreamCode (router.cc): the cluster's response code stats.
+  if (cluster_ != nullptr) cluster_->stats().chargeResponse(static_cast<uint32_t>(headers->status()), internalRequest());
+  if (host_stats_ != nullptr) (headers->status() >= 500 ? host_stats_->rq_error : host_stats_->rq_success).inc();
   if (end_stream) onUpstreamComplete();
   callbacks_->encodeHeaders(std::move(headers), end_stream, "via_upstream");
 }
@@ -193,6 +211,12 @@ void RouterFilter::onUpstreamTrailers(HeaderMapPtr trailers) {
 // is cancelled, as Envoy resets it.
 void RouterFilter::onUpstreamComplete() {
   if (response_timer_) response_timer_->disableTimer();
+  // router.cc onUpstreamComplete: upstream_rq_time from the end of the downstream request.
+  if (cluster_ != nullptr && request_complete_ && request_complete_time_) {
+    cluster_->stats().chargeResponseTiming(static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                               std::chrono::steady_clock::now() - *request_complete_time_).count()),
+                                           internalRequest());
+  }
   releaseUpstream(!request_complete_);
 }
 
@@ -226,6 +250,12 @@ void RouterFilter::onDestroy() {
 
 void RouterFilter::releaseUpstream(bool reset) {
   if (!upstream_) return;
+  // conn_pool_base.cc onStreamClosed: the request leaves its connection.
+  if (host_stats_ != nullptr) {
+    host_stats_->rq_active.sub(1);
+    cluster_->stats().upstream_rq_active.sub(1);
+    host_stats_ = nullptr;
+  }
   UpstreamRequest* raw = upstream_.release();
   if (reset) raw->reset();
   // Deleted after the current event: we may be inside one of its callbacks.

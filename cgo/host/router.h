@@ -2,7 +2,9 @@
 // and cluster lookup, one upstream request per stream (no retries), the global route timeout,
 // request/response streaming with no buffering, Envoy's local replies for routing failures.
 #pragma once
+#include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "filter_manager.h"
@@ -36,10 +38,14 @@ private:
   void onUpstreamComplete();
   // Drops the upstream request; reset=true cancels it (closing its connection).
   void releaseUpstream(bool reset);
+  bool internalRequest() const;
 
   ClusterManager& cm_;
   StreamDecoderFilterCallbacks* callbacks_ = nullptr;
   UpstreamRequestPtr upstream_;
+  Cluster* cluster_ = nullptr;
+  HostStats* host_stats_ = nullptr;  // the bound host's, while the request is active
+  std::optional<std::chrono::steady_clock::time_point> request_complete_time_;
   TimerPtr response_timer_;
   uint64_t timeout_ms_ = 0;
   bool request_complete_ = false;   // downstream request fully sent upstream

@@ -59,6 +59,8 @@ public:
   createConnectionManager(Dispatcher& worker, const ConnectionInfo& conn) = 0;
   // Limits the codec applies (max_request_headers_kb).
   virtual uint32_t maxRequestHeadersBytes() const = 0;
+  // The address the listener is bound to (its stats are named after it), before workers start.
+  virtual void setListenerAddress(const std::string& ip, uint16_t port) = 0;
 };
 
 std::unique_ptr<HttpConnectionManagerFactory>

@@ -166,6 +166,7 @@ public:
     return std::make_unique<StubConnManager>(worker, server_);
   }
   uint32_t maxRequestHeadersBytes() const override { return max_headers_bytes_; }
+  void setListenerAddress(const std::string&, uint16_t) override {}
 
 private:
   Server& server_;

@@ -7,11 +7,16 @@
 // are [] and {}, never null) unless the field is a pointer with omitempty.
 package bootstrap
 
+import "encoding/json"
+
 // Bootstrap is the whole compiled file.
 type Bootstrap struct {
 	Admin     *SocketAddress `json:"admin,omitempty"`
 	Listeners []Listener     `json:"listeners"`
 	Clusters  []Cluster      `json:"clusters"`
+	// ConfigDump is what the admin /config_dump serves: an envoy.admin.v3.ConfigDump of the
+	// bootstrap (sensitive fields redacted, as Envoy's config dump does).
+	ConfigDump json.RawMessage `json:"config_dump,omitempty"`
 }
 
 // SocketAddress is an IP (or, for STRICT_DNS endpoints, a host name) and a port.
@@ -42,6 +47,91 @@ type HttpConnectionManager struct {
 	AccessLogFlushIntervalMS uint64             `json:"access_log_flush_interval_ms"`
 	HTTPFilters              []HTTPFilter       `json:"http_filters"`
 	RouteConfig              RouteConfiguration `json:"route_config"`
+	// AccessLog is the connection manager's access_log list.
+	AccessLog []AccessLog `json:"access_log"`
+}
+
+// Access logger types.
+const (
+	AccessLogFile   = "file"   // envoy.access_loggers.file
+	AccessLogStdout = "stdout" // envoy.access_loggers.stdout
+	AccessLogStderr = "stderr" // envoy.access_loggers.stderr
+)
+
+// AccessLog is one access logger: where it writes and its format.
+type AccessLog struct {
+	Name string `json:"name"`
+	Type string `json:"type"`
+	// Path is the file of a file logger (/dev/stdout is a file too, as in Envoy).
+	Path   string `json:"path"`
+	Format Format `json:"format"`
+}
+
+// Format kinds.
+const (
+	FormatText = "text"
+	FormatJSON = "json"
+)
+
+// Format is a parsed substitution format (Envoy's SubstitutionFormatString): a text format is a
+// list of tokens; a JSON format is a list of pieces, each either raw JSON or a template whose
+// tokens make one value (a single command keeps its type; several make a string).
+type Format struct {
+	Kind            string            `json:"kind"`
+	OmitEmptyValues bool              `json:"omit_empty_values"`
+	Text            []FormatToken     `json:"text"`
+	JSON            []FormatJSONPiece `json:"json"`
+}
+
+// FormatToken is a literal (Text) or a command operator: %COMMAND(args):MAX_LENGTH%, its
+// subcommand already split the way the command reads it (see cgo/host/compiled-bootstrap.md).
+type FormatToken struct {
+	Text      string   `json:"text,omitempty"`
+	Command   string   `json:"command,omitempty"`
+	Args      []string `json:"args,omitempty"`
+	MaxLength *uint64  `json:"max_length,omitempty"`
+}
+
+// FormatJSONPiece is raw JSON text or a template.
+type FormatJSONPiece struct {
+	Raw      *string       `json:"raw,omitempty"`
+	Template []FormatToken `json:"template,omitempty"`
+}
+
+// Header append actions (envoy.config.core.v3.HeaderValueOption.HeaderAppendAction).
+const (
+	AppendIfExistsOrAdd    = "APPEND_IF_EXISTS_OR_ADD"
+	AddIfAbsent            = "ADD_IF_ABSENT"
+	OverwriteIfExistsOrAdd = "OVERWRITE_IF_EXISTS_OR_ADD"
+	OverwriteIfExists      = "OVERWRITE_IF_EXISTS"
+)
+
+// HeaderToAdd is one *_headers_to_add entry; Value is a text format with omit_empty_values.
+type HeaderToAdd struct {
+	Key            string `json:"key"`
+	Value          Format `json:"value"`
+	AppendAction   string `json:"append_action"`
+	KeepEmptyValue bool   `json:"keep_empty_value"`
+}
+
+// HeaderMutations are the header lists of a route configuration, virtual host or route.
+type HeaderMutations struct {
+	RequestHeadersToAdd     []HeaderToAdd `json:"request_headers_to_add"`
+	RequestHeadersToRemove  []string      `json:"request_headers_to_remove"`
+	ResponseHeadersToAdd    []HeaderToAdd `json:"response_headers_to_add"`
+	ResponseHeadersToRemove []string      `json:"response_headers_to_remove"`
+}
+
+// RetryPolicy is envoy.config.route.v3.RetryPolicy, the route's or else its virtual host's.
+type RetryPolicy struct {
+	// RetryOn are the retry_on tokens Envoy knows (unknown ones are dropped, as Envoy does).
+	RetryOn              []string `json:"retry_on"`
+	NumRetries           uint32   `json:"num_retries"`
+	PerTryTimeoutMS      uint64   `json:"per_try_timeout_ms"`
+	RetriableStatusCodes []uint32 `json:"retriable_status_codes"`
+	// BaseIntervalMS / MaxIntervalMS are retry_back_off; nil: Envoy's defaults (25 ms, 10x base).
+	BaseIntervalMS *uint64 `json:"base_interval_ms,omitempty"`
+	MaxIntervalMS  *uint64 `json:"max_interval_ms,omitempty"`
 }
 
 // Filter types.
@@ -84,6 +174,10 @@ type RouteConfiguration struct {
 	Name            string          `json:"name"`
 	PerFilterConfig PerFilterConfig `json:"per_filter_config"`
 	VirtualHosts    []VirtualHost   `json:"virtual_hosts"`
+	Headers         HeaderMutations `json:"headers"`
+	// MostSpecificHeaderMutationsWins: route, virtual host, route configuration (instead of the
+	// reverse) when the header lists are applied, so the most specific is applied last.
+	MostSpecificHeaderMutationsWins bool `json:"most_specific_header_mutations_wins"`
 }
 
 // VirtualHost is one virtual host.
@@ -92,6 +186,11 @@ type VirtualHost struct {
 	Domains         []string        `json:"domains"`
 	PerFilterConfig PerFilterConfig `json:"per_filter_config"`
 	Routes          []Route         `json:"routes"`
+	Headers         HeaderMutations `json:"headers"`
+	// IncludeRequestAttemptCount / IncludeAttemptCountInResponse: x-envoy-attempt-count on the
+	// upstream request / the downstream response.
+	IncludeRequestAttemptCount    bool `json:"include_request_attempt_count"`
+	IncludeAttemptCountInResponse bool `json:"include_attempt_count_in_response"`
 }
 
 // Route has exactly one of Route and DirectResponse.
@@ -101,6 +200,7 @@ type Route struct {
 	Route           *RouteAction    `json:"route,omitempty"`
 	DirectResponse  *DirectResponse `json:"direct_response,omitempty"`
 	PerFilterConfig PerFilterConfig `json:"per_filter_config"`
+	Headers         HeaderMutations `json:"headers"`
 }
 
 // Route match kinds.
@@ -153,6 +253,9 @@ type RouteAction struct {
 	// ClusterNotFoundResponseCode is cluster_not_found_response_code as a status: 503
 	// (SERVICE_UNAVAILABLE, the default), 404 (NOT_FOUND) or 500 (INTERNAL_SERVER_ERROR).
 	ClusterNotFoundResponseCode uint32 `json:"cluster_not_found_response_code"`
+	// RetryPolicy is the route's retry_policy, else its virtual host's; nil: none (retries can
+	// still be asked for with x-envoy-retry-on, as in Envoy).
+	RetryPolicy *RetryPolicy `json:"retry_policy,omitempty"`
 }
 
 // WeightedCluster is one weighted_clusters.clusters entry.

@@ -151,6 +151,120 @@ PerFilterConfig parsePerFilterConfig(const json& obj, const std::string& path) {
   return out;
 }
 
+std::vector<FormatToken> parseTokens(const json& v, const std::string& path) {
+  std::vector<FormatToken> out;
+  if (v.is_null()) return out;
+  requireArray(v, path);
+  for (size_t i = 0; i < v.size(); i++) {
+    const std::string tp = path + "[" + std::to_string(i) + "]";
+    const json& t = v[i];
+    requireObject(t, tp);
+    FormatToken tok;
+    tok.text = getStringOr(t, tp, "text", "");
+    tok.command = getStringOr(t, tp, "command", "");
+    forEach(t, tp, "args", false, [&](const json& a, const std::string& ap) {
+      if (!a.is_string()) fail(ap, "expected a string");
+      tok.args.push_back(a.get<std::string>());
+    });
+    if (optionalMember(t, "max_length")) tok.max_length = getUint(t, tp, "max_length", UINT64_MAX);
+    out.push_back(std::move(tok));
+  }
+  return out;
+}
+
+Format parseFormat(const json& v, const std::string& path) {
+  requireObject(v, path);
+  Format f;
+  std::string kind = getString(v, path, "kind");
+  if (kind == "text") f.kind = Format::Kind::Text;
+  else if (kind == "json") f.kind = Format::Kind::Json;
+  else fail(path + ".kind", "unknown format kind \"" + kind + "\"");
+  f.omit_empty_values = getBool(v, path, "omit_empty_values", false);
+  if (const json* t = optionalMember(v, "text")) f.text = parseTokens(*t, path + ".text");
+  forEach(v, path, "json", false, [&](const json& piece, const std::string& pp) {
+    requireObject(piece, pp);
+    FormatJsonPiece jp;
+    if (const json* raw = optionalMember(piece, "raw")) {
+      if (!raw->is_string()) fail(pp + ".raw", "expected a string");
+      jp.raw = raw->get<std::string>();
+    } else if (const json* tmpl = optionalMember(piece, "template")) {
+      jp.tmpl = parseTokens(*tmpl, pp + ".template");
+    } else {
+      fail(pp, "one of raw, template is required");
+    }
+    f.json.push_back(std::move(jp));
+  });
+  return f;
+}
+
+HeaderMutations parseHeaderMutations(const json& obj, const std::string& path) {
+  HeaderMutations h;
+  const json* v = optionalMember(obj, "headers");
+  if (!v) return h;
+  const std::string p = path + ".headers";
+  requireObject(*v, p);
+  auto adds = [&](const char* key, std::vector<HeaderToAdd>& out) {
+    forEach(*v, p, key, false, [&](const json& e, const std::string& ep) {
+      requireObject(e, ep);
+      HeaderToAdd a;
+      a.key = getString(e, ep, "key");
+      a.value = parseFormat(member(e, ep, "value"), ep + ".value");
+      std::string action = getStringOr(e, ep, "append_action", "APPEND_IF_EXISTS_OR_ADD");
+      if (action == "APPEND_IF_EXISTS_OR_ADD") a.action = HeaderToAdd::Action::AppendIfExistsOrAdd;
+      else if (action == "ADD_IF_ABSENT") a.action = HeaderToAdd::Action::AddIfAbsent;
+      else if (action == "OVERWRITE_IF_EXISTS_OR_ADD") a.action = HeaderToAdd::Action::OverwriteIfExistsOrAdd;
+      else if (action == "OVERWRITE_IF_EXISTS") a.action = HeaderToAdd::Action::OverwriteIfExists;
+      else fail(ep + ".append_action", "unknown append action \"" + action + "\"");
+      a.keep_empty_value = getBool(e, ep, "keep_empty_value", false);
+      out.push_back(std::move(a));
+    });
+  };
+  auto removes = [&](const char* key, std::vector<std::string>& out) {
+    forEach(*v, p, key, false, [&](const json& e, const std::string& ep) {
+      if (!e.is_string()) fail(ep, "expected a string");
+      out.push_back(e.get<std::string>());
+    });
+  };
+  adds("request_headers_to_add", h.request_add);
+  removes("request_headers_to_remove", h.request_remove);
+  adds("response_headers_to_add", h.response_add);
+  removes("response_headers_to_remove", h.response_remove);
+  return h;
+}
+
+RetryPolicy parseRetryPolicy(const json& v, const std::string& path) {
+  requireObject(v, path);
+  RetryPolicy r;
+  forEach(v, path, "retry_on", false, [&](const json& e, const std::string& ep) {
+    if (!e.is_string()) fail(ep, "expected a string");
+    r.retry_on.push_back(e.get<std::string>());
+  });
+  r.num_retries = static_cast<uint32_t>(getUint(v, path, "num_retries", UINT32_MAX, 1));
+  r.per_try_timeout_ms = getUint(v, path, "per_try_timeout_ms", UINT64_MAX, 0);
+  forEach(v, path, "retriable_status_codes", false, [&](const json& e, const std::string& ep) {
+    if (!e.is_number_unsigned()) fail(ep, "expected a non-negative integer");
+    r.retriable_status_codes.push_back(e.get<uint32_t>());
+  });
+  if (optionalMember(v, "base_interval_ms")) r.base_interval_ms = getUint(v, path, "base_interval_ms", UINT64_MAX);
+  if (optionalMember(v, "max_interval_ms")) r.max_interval_ms = getUint(v, path, "max_interval_ms", UINT64_MAX);
+  return r;
+}
+
+AccessLog parseAccessLog(const json& v, const std::string& path) {
+  requireObject(v, path);
+  AccessLog a;
+  a.name = getStringOr(v, path, "name", "");
+  std::string type = getString(v, path, "type");
+  if (type == "file") a.type = AccessLog::Type::File;
+  else if (type == "stdout") a.type = AccessLog::Type::Stdout;
+  else if (type == "stderr") a.type = AccessLog::Type::Stderr;
+  else fail(path + ".type", "unknown access log type \"" + type + "\"");
+  a.path = getStringOr(v, path, "path", "");
+  if (a.type == AccessLog::Type::File && a.path.empty()) fail(path + ".path", "required for a file access log");
+  a.format = parseFormat(member(v, path, "format"), path + ".format");
+  return a;
+}
+
 HeaderMatcher parseHeaderMatcher(const json& v, const std::string& path) {
   requireObject(v, path);
   HeaderMatcher m;
@@ -210,6 +324,7 @@ RouteAction parseRouteAction(const json& v, const std::string& path) {
   a.timeout_ms = getUint(v, path, "timeout_ms", UINT64_MAX, 15000);
   a.cluster_not_found_response_code =
       static_cast<uint32_t>(getUint(v, path, "cluster_not_found_response_code", 599, 503));
+  if (const json* rp = optionalMember(v, "retry_policy")) a.retry_policy = parseRetryPolicy(*rp, path + ".retry_policy");
   if (a.cluster_not_found_response_code != 503 && a.cluster_not_found_response_code != 404 &&
       a.cluster_not_found_response_code != 500)
     fail(path + ".cluster_not_found_response_code", "must be 503, 404 or 500");
@@ -233,6 +348,7 @@ Route parseRoute(const json& v, const std::string& path) {
   if (r.route.has_value() == r.direct_response.has_value())
     fail(path, "exactly one of route, direct_response is required");
   r.per_filter_config = parsePerFilterConfig(v, path);
+  r.headers = parseHeaderMutations(v, path);
   return r;
 }
 
@@ -241,6 +357,8 @@ RouteConfiguration parseRouteConfig(const json& v, const std::string& path) {
   RouteConfiguration rc;
   rc.name = getStringOr(v, path, "name", "");
   rc.per_filter_config = parsePerFilterConfig(v, path);
+  rc.headers = parseHeaderMutations(v, path);
+  rc.most_specific_header_mutations_wins = getBool(v, path, "most_specific_header_mutations_wins", false);
   forEach(v, path, "virtual_hosts", true, [&](const json& vh, const std::string& vp) {
     requireObject(vh, vp);
     VirtualHost out;
@@ -252,6 +370,9 @@ RouteConfiguration parseRouteConfig(const json& v, const std::string& path) {
     forEach(vh, vp, "routes", true,
             [&](const json& r, const std::string& rp) { out.routes.push_back(parseRoute(r, rp)); });
     out.per_filter_config = parsePerFilterConfig(vh, vp);
+    out.headers = parseHeaderMutations(vh, vp);
+    out.include_request_attempt_count = getBool(vh, vp, "include_request_attempt_count", false);
+    out.include_attempt_count_in_response = getBool(vh, vp, "include_attempt_count_in_response", false);
     rc.virtual_hosts.push_back(std::move(out));
   });
   return rc;
@@ -299,6 +420,8 @@ HttpConnectionManager parseHcm(const json& v, const std::string& path) {
   forEach(v, path, "http_filters", true,
           [&](const json& f, const std::string& fp) { h.http_filters.push_back(parseHttpFilter(f, fp)); });
   h.route_config = parseRouteConfig(member(v, path, "route_config"), path + ".route_config");
+  forEach(v, path, "access_log", false,
+          [&](const json& a, const std::string& ap) { h.access_log.push_back(parseAccessLog(a, ap)); });
   return h;
 }
 
@@ -348,6 +471,10 @@ Bootstrap parseJson(const std::string& text) {
     });
     forEach(root, "$", "clusters", false,
             [&](const json& c, const std::string& cp) { b.clusters.push_back(parseCluster(c, cp)); });
+    if (optionalMember(root, "config_dump")) {
+      // Re-read in document order: the dump keeps Envoy's (proto) field order.
+      b.config_dump = nlohmann::ordered_json::parse(text)["config_dump"].dump(2) + "\n";
+    }
     return b;
   } catch (const json::exception& e) {
     // Type errors nlohmann raises past our checks (e.g. integer overflow).

@@ -24,6 +24,56 @@ struct RoutePluginConfig {
 // typed_per_filter_config: http filter name -> plugin_name -> RoutePluginConfig
 using PerFilterConfig = std::map<std::string, std::map<std::string, RoutePluginConfig>>;
 
+// A parsed substitution format (compiled-bootstrap.md "Formats"): text tokens, or JSON pieces.
+struct FormatToken {
+  std::string text;                   // a literal when command is empty
+  std::string command;                // e.g. "REQ", "START_TIME"
+  std::vector<std::string> args;      // the subcommand, split the way the command reads it
+  std::optional<uint64_t> max_length;
+};
+struct FormatJsonPiece {
+  std::optional<std::string> raw;     // raw JSON text, or
+  std::vector<FormatToken> tmpl;      // a template making one value
+};
+struct Format {
+  enum class Kind { Text, Json } kind = Kind::Text;
+  bool omit_empty_values = false;
+  std::vector<FormatToken> text;
+  std::vector<FormatJsonPiece> json;
+};
+
+struct AccessLog {
+  std::string name;
+  enum class Type { File, Stdout, Stderr } type = Type::File;
+  std::string path;                   // File
+  Format format;
+};
+
+struct HeaderToAdd {
+  std::string key;                    // lowercased
+  Format value;                       // text, omit_empty_values
+  enum class Action { AppendIfExistsOrAdd, AddIfAbsent, OverwriteIfExistsOrAdd, OverwriteIfExists } action =
+      Action::AppendIfExistsOrAdd;
+  bool keep_empty_value = false;
+};
+
+// The header lists of a route configuration, virtual host or route (HeaderParser).
+struct HeaderMutations {
+  std::vector<HeaderToAdd> request_add, response_add;
+  std::vector<std::string> request_remove, response_remove;
+  bool empty() const {
+    return request_add.empty() && response_add.empty() && request_remove.empty() && response_remove.empty();
+  }
+};
+
+struct RetryPolicy {
+  std::vector<std::string> retry_on;
+  uint32_t num_retries = 1;
+  uint64_t per_try_timeout_ms = 0;
+  std::vector<uint32_t> retriable_status_codes;
+  std::optional<uint64_t> base_interval_ms, max_interval_ms;
+};
+
 struct HeaderMatcher {
   std::string name;
   enum class Kind { Exact, Prefix, Suffix, Contains, SafeRegex, Present } kind = Kind::Present;
@@ -56,6 +106,8 @@ struct RouteAction {
   // default), 404 (NOT_FOUND) or 500 (INTERNAL_SERVER_ERROR); config_utility.cc
   // parseClusterNotFoundResponseCode.
   uint32_t cluster_not_found_response_code = 503;
+  // The route's retry_policy, else its virtual host's (config_impl.cc buildRetryPolicy).
+  std::optional<RetryPolicy> retry_policy;
 };
 
 struct DirectResponse {
@@ -69,6 +121,7 @@ struct Route {
   std::optional<RouteAction> route;           // one of route,
   std::optional<DirectResponse> direct_response; // direct_response
   PerFilterConfig per_filter_config;
+  HeaderMutations headers;
 };
 
 struct VirtualHost {
@@ -76,12 +129,17 @@ struct VirtualHost {
   std::vector<std::string> domains;
   std::vector<Route> routes;
   PerFilterConfig per_filter_config;
+  HeaderMutations headers;
+  bool include_request_attempt_count = false;
+  bool include_attempt_count_in_response = false;
 };
 
 struct RouteConfiguration {
   std::string name;
   std::vector<VirtualHost> virtual_hosts;
   PerFilterConfig per_filter_config;
+  HeaderMutations headers;
+  bool most_specific_header_mutations_wins = false;
 };
 
 struct GolangFilter {
@@ -108,6 +166,7 @@ struct HttpConnectionManager {
   uint64_t access_log_flush_interval_ms = 0;  // 0 = no periodic log
   std::vector<HttpFilter> http_filters;
   RouteConfiguration route_config;
+  std::vector<AccessLog> access_log;
 };
 
 struct Listener {
@@ -134,6 +193,7 @@ struct Bootstrap {
   std::optional<Admin> admin;
   std::vector<Listener> listeners;
   std::vector<ClusterConfig> clusters;
+  std::string config_dump;                    // the admin /config_dump body (JSON text)
 };
 
 // Parses the compiled JSON. Throws std::runtime_error naming the JSON path on error.

@@ -112,6 +112,8 @@ HttpConnectionManagerFactoryImpl::HttpConnectionManagerFactoryImpl(const bootstr
     }
     filters_.push_back(std::move(ff));
   }
+  // Opened now: a file that cannot be opened rejects the config ("unable to open file").
+  for (auto& al : config_.hcm.access_log) access_logs_.push_back(std::make_unique<AccessLogInstance>(al));
 }
 
 // Envoy names a listener's stats scope after its address, ':' replaced ("listener.127.0.0.1_10000.";
@@ -142,6 +144,7 @@ void HttpConnectionManagerFactoryImpl::createFilterChain(FilterManager& fm, uint
       fm.addStreamDecoderFilter(std::make_shared<RouterFilter>(server_.clusterManager()));
     }
   }
+  for (auto& al : access_logs_) fm.addConnectionManagerAccessLog(al.get());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -362,6 +365,7 @@ void ActiveStream::encodeHeadersToCodec(HeaderMap& headers, bool end_stream) {
   resetIdleTimer();
   ResponseEncoder* enc = encoder_;
   if (end_stream) encoder_ = nullptr; // the codec may free the encoder once the response ends
+  if (end_stream) info_.last_downstream_tx = std::chrono::steady_clock::now();
   enc->encodeHeaders(headers, end_stream);
   if (end_stream) endStream();
 }
@@ -371,6 +375,7 @@ void ActiveStream::encodeDataToCodec(Buffer& data, bool end_stream) {
   resetIdleTimer();
   ResponseEncoder* enc = encoder_;
   if (end_stream) encoder_ = nullptr;
+  if (end_stream) info_.last_downstream_tx = std::chrono::steady_clock::now();
   enc->encodeData(data, end_stream);
   if (end_stream) endStream();
 }
@@ -379,6 +384,7 @@ void ActiveStream::encodeTrailersToCodec(HeaderMap& trailers) {
   if (!encoder_) return;
   ResponseEncoder* enc = encoder_;
   encoder_ = nullptr;
+  info_.last_downstream_tx = std::chrono::steady_clock::now();
   enc->encodeTrailers(trailers);
   endStream();
 }

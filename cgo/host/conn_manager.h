@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "access_log.h"
 #include "bootstrap.h"
 #include "filter_manager.h"
 #include "golang_filter.h"
@@ -76,6 +77,7 @@ private:
   Server& server_;
   std::unique_ptr<RouteTable> route_table_;
   std::vector<FilterFactory> filters_;
+  std::vector<std::unique_ptr<AccessLogInstance>> access_logs_;
   ConnectionManagerStats stats_;
   std::unique_ptr<ConnectionManagerListenerStats> listener_stats_;
 };

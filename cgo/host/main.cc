@@ -22,6 +22,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "access_log.h"
 #include "admin.h"
 #include "bootstrap.h"
 #include "cluster.h"
@@ -142,6 +143,7 @@ public:
     // Workers exist (not running) before the factories, which may ask for their dispatchers.
     for (uint32_t i = 0; i < options_.concurrency; i++) workers_.push_back(std::make_unique<Worker>(i, *this));
     upstream_guard::init();  // before the clusters resolve anything
+    accessLogManager().setFlushOptions(options_.file_flush_interval_ms, options_.file_flush_min_size_kb);
     for (auto& [name, value] : options_.stats_tags) stats().addFixedTag(name, value);
     // Validation resolves no names (Envoy's ValidationClusterManager has no DNS either).
     cluster_manager_ = std::make_unique<ClusterManagerImpl>(config.clusters, /*start_dns=*/!validate);
@@ -179,6 +181,8 @@ public:
       hooks.draining = [this] { return draining(); };
       hooks.options = &options_;
       hooks.cluster_manager = cluster_manager_.get();
+      hooks.reopen_logs = [] { accessLogManager().reopen(); };
+      hooks.config_dump = config.config_dump;
       admin_ = std::make_unique<AdminServer>(*main_, std::move(hooks));
       uint16_t port = admin_->start(config.admin->address.address, config.admin->address.port);
       MOE_LOG(Info, "main", "admin address: %s:%u", config.admin->address.address.c_str(), static_cast<unsigned>(port));
@@ -198,8 +202,11 @@ public:
     // the synchronous signals (SIGSEGV...) alone.
     sigint_ = evsignal_new(main_->base(), SIGINT, &ServerImpl::onSignal, this);
     sigterm_ = evsignal_new(main_->base(), SIGTERM, &ServerImpl::onSignal, this);
+    // server.cc: SIGUSR1 reopens the access logs (log rotation).
+    sigusr1_ = evsignal_new(main_->base(), SIGUSR1, &ServerImpl::onReopenSignal, this);
     event_add(sigint_, nullptr);
     event_add(sigterm_, nullptr);
+    event_add(sigusr1_, nullptr);
 
     // Histogram intervals (the P-values' first number on /stats) are merged at every stats flush,
     // by default every 5 s (stats_flush_interval).
@@ -216,6 +223,8 @@ public:
 
     for (auto& w : workers_) w->stop();
     for (auto& w : workers_) w->join();
+    // AccessLogFileImpl's destructor: what is still buffered is written.
+    accessLogManager().flushAll();
     MOE_LOG(Info, "main", "exiting");
     return 0;
   }
@@ -231,6 +240,11 @@ public:
   }
 
 private:
+  static void onReopenSignal(evutil_socket_t, short, void*) {
+    MOE_LOG(Info, "main", "caught SIGUSR1. Reopening access logs.");
+    accessLogManager().reopen();
+  }
+
   static void onSignal(evutil_socket_t sig, short, void* arg) {
     auto* self = static_cast<ServerImpl*>(arg);
     MOE_LOG(Warn, "main", "caught %s", sig == SIGINT ? "SIGINT" : "SIGTERM");
@@ -302,6 +316,7 @@ private:
   bool workers_started_ = false;
   event* sigint_ = nullptr;
   event* sigterm_ = nullptr;
+  event* sigusr1_ = nullptr;
   TimerPtr drain_timer_;
   TimerPtr stats_flush_timer_;
   std::chrono::steady_clock::time_point drain_deadline_;

@@ -65,11 +65,28 @@ MatchedRoute::perFilterConfigs(const std::string& filter_name) const {
   return out;
 }
 
+void MatchedRoute::finalizeRequestHeaders(HeaderMap& headers, const FormatContext& ctx, const StreamInfo& info) const {
+  const HeaderParsers* order[3] = {route_headers, virtual_host_headers, route_config_headers};
+  if (most_specific_header_mutations_wins) std::swap(order[0], order[2]);
+  for (const HeaderParsers* p : order) {
+    if (p) p->request.evaluate(headers, ctx, info);
+  }
+}
+
+void MatchedRoute::finalizeResponseHeaders(HeaderMap& headers, const FormatContext& ctx, const StreamInfo& info) const {
+  const HeaderParsers* order[3] = {route_headers, virtual_host_headers, route_config_headers};
+  if (most_specific_header_mutations_wins) std::swap(order[0], order[2]);
+  for (const HeaderParsers* p : order) {
+    if (p) p->response.evaluate(headers, ctx, info);
+  }
+}
+
 RouteTable::RouteTable(const bootstrap::RouteConfiguration& config) : config_(config) {
+  headers_ = std::make_unique<HeaderParsers>(config_.headers);
   for (auto& vh : config_.virtual_hosts) {
-    CompiledVirtualHost cvh{&vh, {}};
+    CompiledVirtualHost cvh{&vh, {}, std::make_unique<HeaderParsers>(vh.headers)};
     for (auto& r : vh.routes) {
-      CompiledRoute cr{&r, nullptr, {}};
+      CompiledRoute cr{&r, nullptr, {}, std::make_unique<HeaderParsers>(r.headers)};
       if (r.match.kind == bootstrap::RouteMatch::Kind::SafeRegex) {
         cr.path_regex = compile(r.match.value, r.match.case_sensitive);
       }
@@ -177,6 +194,10 @@ MatchedRouteConstSharedPtr RouteTable::route(const HeaderMap& headers) const {
     out->route_config = &config_;
     out->virtual_host = cvh->vhost;
     out->route = cr.route;
+    out->route_config_headers = headers_.get();
+    out->virtual_host_headers = cvh->headers.get();
+    out->route_headers = cr.headers.get();
+    out->most_specific_header_mutations_wins = config_.most_specific_header_mutations_wins;
     if (cr.route->route) {
       const auto& action = *cr.route->route;
       if (!action.cluster.empty()) {

@@ -217,6 +217,46 @@ func TestAdminClusters(t *testing.T) {
 	}
 }
 
+// TestAdminConfigDump: /config_dump is the bootstrap as envoy.admin.v3.ConfigDump (moectl
+// builds it from the YAML): the bootstrap, then the static clusters, listeners, route configs.
+func TestAdminConfigDump(t *testing.T) {
+	findBinaries(t)
+	a1 := startUpstream(t, "a1")
+	h := startHost(t, hostSpec{tmpl: "logstart", listeners: []string{"main"}, data: map[string]any{"A1": a1.Port}})
+	var dump struct {
+		Configs []struct {
+			Type      string `json:"@type"`
+			Bootstrap struct {
+				StaticResources struct {
+					Clusters []struct {
+						Name string `json:"name"`
+					} `json:"clusters"`
+				} `json:"static_resources"`
+			} `json:"bootstrap"`
+			StaticClusters []struct {
+				Cluster struct {
+					Name string `json:"name"`
+				} `json:"cluster"`
+			} `json:"static_clusters"`
+			StaticRouteConfigs []struct {
+				RouteConfig struct {
+					Name string `json:"name"`
+				} `json:"route_config"`
+			} `json:"static_route_configs"`
+		} `json:"configs"`
+	}
+	body := h.adminGet(t, "/config_dump")
+	if err := json.Unmarshal([]byte(body), &dump); err != nil || len(dump.Configs) != 6 {
+		t.Fatalf("/config_dump: %v\n%s", err, tail(body, 2000))
+	}
+	c := dump.Configs
+	if c[0].Type != "type.googleapis.com/envoy.admin.v3.BootstrapConfigDump" || c[0].Bootstrap.StaticResources.Clusters[0].Name != "backend_a" ||
+		c[1].Type != "type.googleapis.com/envoy.admin.v3.ClustersConfigDump" || c[1].StaticClusters[0].Cluster.Name != "backend_a" ||
+		c[3].Type != "type.googleapis.com/envoy.admin.v3.RoutesConfigDump" || c[3].StaticRouteConfigs[0].RouteConfig.Name != "logstart_routes" {
+		t.Errorf("/config_dump: %+v", c)
+	}
+}
+
 func TestAdminLoggingAndHelp(t *testing.T) {
 	findBinaries(t)
 	a1 := startUpstream(t, "a1")

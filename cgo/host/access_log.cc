@@ -173,6 +173,7 @@ AccessLogManager& accessLogManager() {
 }
 
 AccessLogInstance::AccessLogInstance(const bootstrap::AccessLog& config) : formatter_(config.format) {
+  if (config.filter) filter_.emplace(*config.filter);
   AccessLogFile::Destination dest = config.type == bootstrap::AccessLog::Type::Stdout ? AccessLogFile::Destination::Stdout
                                     : config.type == bootstrap::AccessLog::Type::Stderr ? AccessLogFile::Destination::Stderr
                                                                                         : AccessLogFile::Destination::File;
@@ -180,6 +181,7 @@ AccessLogInstance::AccessLogInstance(const bootstrap::AccessLog& config) : forma
 }
 
 void AccessLogInstance::log(const FormatContext& ctx, const StreamInfo& info) const {
+  if (filter_ && !filter_->evaluate(ctx, info)) return;
   file_->write(formatter_.format(ctx, info));
 }
 

@@ -14,6 +14,7 @@
 #include <string>
 #include <thread>
 
+#include "access_log_filter.h"
 #include "bootstrap.h"
 #include "formatter.h"
 #include "stats.h"
@@ -67,7 +68,7 @@ private:
 
 AccessLogManager& accessLogManager();
 
-// One access logger of a connection manager (AccessLog::Instance without filters).
+// One access logger of a connection manager (AccessLog::ImplBase: the filter, then the line).
 class AccessLogInstance {
 public:
   explicit AccessLogInstance(const bootstrap::AccessLog& config);
@@ -75,6 +76,7 @@ public:
 
 private:
   Formatter formatter_;
+  std::optional<AccessLogFilterImpl> filter_;
   std::shared_ptr<AccessLogFile> file_;
 };
 

@@ -80,6 +80,13 @@ uint64_t getUint(const json& obj, const std::string& path, const char* key, uint
   return n;
 }
 
+int64_t getInt(const json& obj, const std::string& path, const char* key) {
+  const json& v = member(obj, path, key);
+  if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX)))
+    fail(path + "." + key, "expected a 64-bit integer");
+  return v.get<int64_t>();
+}
+
 bool getBool(const json& obj, const std::string& path, const char* key, bool def) {
   const json* v = optionalMember(obj, key);
   if (!v) return def;
@@ -250,6 +257,52 @@ RetryPolicy parseRetryPolicy(const json& v, const std::string& path) {
   return r;
 }
 
+HeaderMatcher parseHeaderMatcher(const json& v, const std::string& path);
+
+AccessLogFilter parseAccessLogFilter(const json& v, const std::string& path) {
+  requireObject(v, path);
+  AccessLogFilter f;
+  using T = AccessLogFilter::Type;
+  static const std::map<std::string, T> kTypes = {
+      {"status_code", T::StatusCode}, {"duration", T::Duration}, {"not_health_check", T::NotHealthCheck},
+      {"traceable", T::Traceable},    {"runtime", T::Runtime},   {"and", T::And},
+      {"or", T::Or},                  {"header", T::Header},     {"response_flag", T::ResponseFlag},
+      {"grpc_status", T::GrpcStatus}, {"log_type", T::LogType}};
+  const std::string type = getString(v, path, "type");
+  auto it = kTypes.find(type);
+  if (it == kTypes.end()) fail(path + ".type", "unknown access log filter type \"" + type + "\"");
+  f.type = it->second;
+  const std::string op = getStringOr(v, path, "op", "EQ");
+  if (op == "EQ") f.op = AccessLogFilter::Op::EQ;
+  else if (op == "GE") f.op = AccessLogFilter::Op::GE;
+  else if (op == "LE") f.op = AccessLogFilter::Op::LE;
+  else if (op == "NE") f.op = AccessLogFilter::Op::NE;
+  else fail(path + ".op", "unknown comparison \"" + op + "\"");
+  f.value = static_cast<uint32_t>(getUint(v, path, "value", UINT32_MAX, 0));
+  forEach(v, path, "filters", false,
+          [&](const json& c, const std::string& cp) { f.filters.push_back(parseAccessLogFilter(c, cp)); });
+  if (const json* h = optionalMember(v, "header"); h && !h->is_null()) f.header = parseHeaderMatcher(*h, path + ".header");
+  if (f.type == T::Header && !f.header) fail(path + ".header", "missing");
+  auto strings = [&](const char* key, std::vector<std::string>& out) {
+    forEach(v, path, key, false, [&](const json& e, const std::string& ep) {
+      if (!e.is_string()) fail(ep, "expected a string");
+      out.push_back(e.get<std::string>());
+    });
+  };
+  strings("flags", f.flags);
+  strings("types", f.types);
+  forEach(v, path, "statuses", false, [&](const json& e, const std::string& ep) {
+    if (!e.is_number_unsigned()) fail(ep, "expected a non-negative integer");
+    f.statuses.push_back(e.get<uint32_t>());
+  });
+  f.exclude = getBool(v, path, "exclude", false);
+  f.numerator = static_cast<uint32_t>(getUint(v, path, "numerator", UINT32_MAX, 0));
+  f.denominator = static_cast<uint32_t>(getUint(v, path, "denominator", 1000000, 100));
+  if (f.denominator == 0) fail(path + ".denominator", "must be positive");
+  f.independent_randomness = getBool(v, path, "independent_randomness", false);
+  return f;
+}
+
 AccessLog parseAccessLog(const json& v, const std::string& path) {
   requireObject(v, path);
   AccessLog a;
@@ -262,6 +315,7 @@ AccessLog parseAccessLog(const json& v, const std::string& path) {
   a.path = getStringOr(v, path, "path", "");
   if (a.type == AccessLog::Type::File && a.path.empty()) fail(path + ".path", "required for a file access log");
   a.format = parseFormat(member(v, path, "format"), path + ".format");
+  if (const json* f = optionalMember(v, "filter"); f && !f->is_null()) a.filter = parseAccessLogFilter(*f, path + ".filter");
   return a;
 }
 
@@ -276,11 +330,17 @@ HeaderMatcher parseHeaderMatcher(const json& v, const std::string& path) {
   else if (kind == "contains") m.kind = HeaderMatcher::Kind::Contains;
   else if (kind == "safe_regex") m.kind = HeaderMatcher::Kind::SafeRegex;
   else if (kind == "present") m.kind = HeaderMatcher::Kind::Present;
+  else if (kind == "range") m.kind = HeaderMatcher::Kind::Range;
   else fail(path + ".kind", "unknown header matcher kind \"" + kind + "\"");
   m.value = getStringOr(v, path, "value", "");
+  if (m.kind == HeaderMatcher::Kind::Range) {
+    m.range_start = getInt(v, path, "range_start");
+    m.range_end = getInt(v, path, "range_end");
+  }
   m.present = getBool(v, path, "present", true);
   m.invert = getBool(v, path, "invert", false);
   m.ignore_case = getBool(v, path, "ignore_case", false);
+  m.treat_missing_as_empty = getBool(v, path, "treat_missing_as_empty", false);
   return m;
 }
 

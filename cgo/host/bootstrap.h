@@ -42,11 +42,40 @@ struct Format {
   std::vector<FormatJsonPiece> json;
 };
 
+struct HeaderMatcher {
+  std::string name;
+  enum class Kind { Exact, Prefix, Suffix, Contains, SafeRegex, Present, Range } kind = Kind::Present;
+  std::string value;      // Exact, Prefix, Suffix, Contains, SafeRegex
+  bool present = true;    // Present
+  int64_t range_start = 0, range_end = 0;  // Range: [start, end)
+  bool invert = false;
+  bool ignore_case = false;
+  bool treat_missing_as_empty = false;
+};
+
+// One node of an access log filter tree (envoy.config.accesslog.v3.AccessLogFilter).
+struct AccessLogFilter {
+  enum class Type {
+    StatusCode, Duration, NotHealthCheck, Traceable, Runtime, And, Or, Header, ResponseFlag, GrpcStatus, LogType
+  } type = Type::StatusCode;
+  enum class Op { EQ, GE, LE, NE } op = Op::EQ;  // StatusCode, Duration
+  uint32_t value = 0;
+  std::vector<AccessLogFilter> filters;           // And, Or
+  std::optional<HeaderMatcher> header;            // Header
+  std::vector<std::string> flags;                 // ResponseFlag
+  std::vector<uint32_t> statuses;                 // GrpcStatus
+  std::vector<std::string> types;                 // LogType
+  bool exclude = false;                           // GrpcStatus, LogType
+  uint32_t numerator = 0, denominator = 100;      // Runtime
+  bool independent_randomness = false;
+};
+
 struct AccessLog {
   std::string name;
   enum class Type { File, Stdout, Stderr } type = Type::File;
   std::string path;                   // File
   Format format;
+  std::optional<AccessLogFilter> filter;
 };
 
 struct HeaderToAdd {
@@ -74,14 +103,6 @@ struct RetryPolicy {
   std::optional<uint64_t> base_interval_ms, max_interval_ms;
 };
 
-struct HeaderMatcher {
-  std::string name;
-  enum class Kind { Exact, Prefix, Suffix, Contains, SafeRegex, Present } kind = Kind::Present;
-  std::string value;      // for all but Present
-  bool present = true;    // for Present
-  bool invert = false;
-  bool ignore_case = false;
-};
 
 struct RouteMatch {
   enum class Kind { Prefix, Path, SafeRegex } kind = Kind::Prefix;

@@ -16,25 +16,6 @@ std::string_view stripQuery(std::string_view path) {
   return q == std::string_view::npos ? path : path.substr(0, q);
 }
 
-// Envoy's StringMatcher with ignore_case: both sides lowercased.
-bool stringMatch(bootstrap::HeaderMatcher::Kind kind, std::string_view value_in,
-                 std::string_view pattern_in, bool ignore_case, const std::regex* re) {
-  std::string value(value_in), pattern(pattern_in);
-  if (ignore_case && kind != bootstrap::HeaderMatcher::Kind::SafeRegex) {
-    value = lowerCase(value);
-    pattern = lowerCase(pattern);
-  }
-  switch (kind) {
-  case bootstrap::HeaderMatcher::Kind::Exact: return value == pattern;
-  case bootstrap::HeaderMatcher::Kind::Prefix: return startsWith(value, pattern);
-  case bootstrap::HeaderMatcher::Kind::Suffix: return endsWith(value, pattern);
-  case bootstrap::HeaderMatcher::Kind::Contains: return value.find(pattern) != std::string::npos;
-  case bootstrap::HeaderMatcher::Kind::SafeRegex: return re && std::regex_match(value, *re);
-  case bootstrap::HeaderMatcher::Kind::Present: return true;
-  }
-  return false;
-}
-
 std::unique_ptr<std::regex> compile(const std::string& pattern, bool case_sensitive) {
   try {
     auto flags = std::regex::ECMAScript;
@@ -90,10 +71,10 @@ RouteTable::RouteTable(const bootstrap::RouteConfiguration& config) : config_(co
       if (r.match.kind == bootstrap::RouteMatch::Kind::SafeRegex) {
         cr.path_regex = compile(r.match.value, r.match.case_sensitive);
       }
-      for (auto& hm : r.match.headers) {
-        cr.header_regexes.push_back(hm.kind == bootstrap::HeaderMatcher::Kind::SafeRegex
-                                        ? compile(hm.value, true)
-                                        : nullptr);
+      try {
+        for (auto& hm : r.match.headers) cr.header_matchers.emplace_back(hm);
+      } catch (const std::runtime_error& e) {
+        throw std::runtime_error(std::string("route_config: ") + e.what());
       }
       cvh.routes.push_back(std::move(cr));
     }
@@ -161,26 +142,10 @@ bool RouteTable::routeMatches(const CompiledRoute& cr, const HeaderMap& headers)
   }
   if (!path_ok) return false;
 
-  // Header matchers (Http::HeaderUtility::matchHeaders): all must match. Multiple values of one
-  // header are joined with ',' as Envoy does before matching.
-  for (size_t i = 0; i < m.headers.size(); i++) {
-    const auto& hm = m.headers[i];
-    auto values = headers.getAll(hm.name);
-    bool matched;
-    if (values.empty()) {
-      // An absent header only matches "present: false".
-      matched = hm.kind == bootstrap::HeaderMatcher::Kind::Present && !hm.present;
-    } else if (hm.kind == bootstrap::HeaderMatcher::Kind::Present) {
-      matched = hm.present;
-    } else {
-      std::string joined;
-      for (size_t j = 0; j < values.size(); j++) {
-        if (j) joined += ',';
-        joined += values[j];
-      }
-      matched = stringMatch(hm.kind, joined, hm.value, hm.ignore_case, cr.header_regexes[i].get());
-    }
-    if (matched == hm.invert) return false;
+  // Header matchers (Http::HeaderUtility::matchHeaders): all must match, each value of a
+  // repeated header on its own (header_matcher.h).
+  for (const auto& hm : cr.header_matchers) {
+    if (!hm.matches(headers)) return false;
   }
   return true;
 }

@@ -10,6 +10,7 @@
 
 #include "bootstrap.h"
 #include "header_map.h"
+#include "header_matcher.h"
 #include "header_parser.h"
 
 namespace moe {
@@ -55,7 +56,7 @@ private:
   struct CompiledRoute {
     const bootstrap::Route* route;
     std::unique_ptr<std::regex> path_regex;          // match.kind == SafeRegex
-    std::vector<std::unique_ptr<std::regex>> header_regexes; // per header matcher (or null)
+    std::vector<HeaderMatcherImpl> header_matchers;
     std::unique_ptr<HeaderParsers> headers;
   };
   struct CompiledVirtualHost {

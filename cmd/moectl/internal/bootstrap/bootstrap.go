@@ -65,6 +65,44 @@ type AccessLog struct {
 	// Path is the file of a file logger (/dev/stdout is a file too, as in Envoy).
 	Path   string `json:"path"`
 	Format Format `json:"format"`
+	// Filter decides whether a line is written (AccessLogFilter); nil logs every request.
+	Filter *AccessLogFilter `json:"filter,omitempty"`
+}
+
+// Access log filter types (envoy.config.accesslog.v3.AccessLogFilter's filter_specifier).
+const (
+	LogFilterStatusCode     = "status_code"
+	LogFilterDuration       = "duration"
+	LogFilterNotHealthCheck = "not_health_check"
+	LogFilterTraceable      = "traceable"
+	LogFilterRuntime        = "runtime"
+	LogFilterAnd            = "and"
+	LogFilterOr             = "or"
+	LogFilterHeader         = "header"
+	LogFilterResponseFlag   = "response_flag"
+	LogFilterGrpcStatus     = "grpc_status"
+	LogFilterLogType        = "log_type"
+)
+
+// AccessLogFilter is one node of an access log filter tree. Which fields are set depends on
+// Type: Op and Value (status_code, duration; ComparisonFilter with the runtime key's default,
+// moe-host has no runtime), Filters (and, or), Header (header), Flags (response_flag: Envoy's
+// short names, empty means any flag), Statuses and Exclude (grpc_status: numeric codes),
+// Types and Exclude (log_type: AccessLogType names), Numerator, Denominator and
+// IndependentRandomness (runtime: percent_sampled with its denominator as a number).
+type AccessLogFilter struct {
+	Type                  string            `json:"type"`
+	Op                    string            `json:"op,omitempty"`
+	Value                 uint32            `json:"value,omitempty"`
+	Filters               []AccessLogFilter `json:"filters,omitempty"`
+	Header                *HeaderMatcher    `json:"header,omitempty"`
+	Flags                 []string          `json:"flags,omitempty"`
+	Statuses              []uint32          `json:"statuses,omitempty"`
+	Types                 []string          `json:"types,omitempty"`
+	Exclude               bool              `json:"exclude,omitempty"`
+	Numerator             uint32            `json:"numerator,omitempty"`
+	Denominator           uint32            `json:"denominator,omitempty"`
+	IndependentRandomness bool              `json:"independent_randomness,omitempty"`
 }
 
 // Format kinds.
@@ -227,6 +265,7 @@ const (
 	HeaderContains  = "contains"
 	HeaderSafeRegex = "safe_regex"
 	HeaderPresent   = "present"
+	HeaderRange     = "range"
 )
 
 // HeaderMatcher is one header condition.
@@ -239,6 +278,11 @@ type HeaderMatcher struct {
 	Invert  bool `json:"invert"`
 	// IgnoreCase is always false for safe_regex: Envoy ignores ignore_case there.
 	IgnoreCase bool `json:"ignore_case"`
+	// RangeStart and RangeEnd are range_match's half-open [start, end) (range only).
+	RangeStart int64 `json:"range_start,omitempty"`
+	RangeEnd   int64 `json:"range_end,omitempty"`
+	// TreatMissingAsEmpty is treat_missing_header_as_empty: an absent header is matched as "".
+	TreatMissingAsEmpty bool `json:"treat_missing_as_empty,omitempty"`
 }
 
 // RouteAction forwards to exactly one of Cluster, ClusterHeader, WeightedClusters.

@@ -35,7 +35,7 @@ func (c *compiler) accessLogs(p ypath.Path, logs []*accesslogv3.AccessLog) []boo
 	out := []bootstrap.AccessLog{}
 	for i, l := range logs {
 		lp := p.Index(i)
-		c.only(lp, l, "name", "typed_config")
+		c.only(lp, l, "name", "typed_config", "filter")
 		tc := l.GetTypedConfig()
 		if tc == nil {
 			c.errs.Addf(lp.Field("typed_config"), "is required")
@@ -47,6 +47,9 @@ func (c *compiler) accessLogs(p ypath.Path, logs []*accesslogv3.AccessLog) []boo
 			continue
 		}
 		al := bootstrap.AccessLog{Name: l.GetName()}
+		if l.GetFilter() != nil {
+			al.Filter = c.accessLogFilter(lp.Field("filter"), l.GetFilter())
+		}
 		switch cfg := msg.(type) {
 		case *filev3.FileAccessLog:
 			c.only(tp, cfg, "path", "format", "json_format", "typed_json_format", "log_format")
@@ -83,6 +86,106 @@ func (c *compiler) accessLogs(p ypath.Path, logs []*accesslogv3.AccessLog) []boo
 		out = append(out, al)
 	}
 	return out
+}
+
+// accessLogFilter compiles an AccessLogFilter (FilterFactory::fromProto,
+// source/common/access_log/access_log_impl.cc). Runtime keys are accepted and their defaults
+// used, as Envoy does when the runtime has no such key (moe-host ignores layered_runtime).
+// metadata_filter and extension_filter are refused.
+func (c *compiler) accessLogFilter(p ypath.Path, f *accesslogv3.AccessLogFilter) *bootstrap.AccessLogFilter {
+	comparison := func(fp ypath.Path, cf *accesslogv3.ComparisonFilter) (string, uint32) {
+		cp := fp.Field("comparison")
+		c.only(cp, cf, "op", "value")
+		c.only(cp.Field("value"), cf.GetValue(), "default_value", "runtime_key")
+		return cf.GetOp().String(), cf.GetValue().GetDefaultValue()
+	}
+	children := func(fp ypath.Path, fs []*accesslogv3.AccessLogFilter) []bootstrap.AccessLogFilter {
+		out := []bootstrap.AccessLogFilter{}
+		for i, child := range fs {
+			if cf := c.accessLogFilter(fp.Field("filters").Index(i), child); cf != nil {
+				out = append(out, *cf)
+			}
+		}
+		return out
+	}
+	switch s := f.GetFilterSpecifier().(type) {
+	case *accesslogv3.AccessLogFilter_StatusCodeFilter:
+		fp := p.Field("status_code_filter")
+		c.only(fp, s.StatusCodeFilter, "comparison")
+		op, v := comparison(fp, s.StatusCodeFilter.GetComparison())
+		return &bootstrap.AccessLogFilter{Type: bootstrap.LogFilterStatusCode, Op: op, Value: v}
+	case *accesslogv3.AccessLogFilter_DurationFilter:
+		fp := p.Field("duration_filter")
+		c.only(fp, s.DurationFilter, "comparison")
+		op, v := comparison(fp, s.DurationFilter.GetComparison())
+		return &bootstrap.AccessLogFilter{Type: bootstrap.LogFilterDuration, Op: op, Value: v}
+	case *accesslogv3.AccessLogFilter_NotHealthCheckFilter:
+		return &bootstrap.AccessLogFilter{Type: bootstrap.LogFilterNotHealthCheck}
+	case *accesslogv3.AccessLogFilter_TraceableFilter:
+		return &bootstrap.AccessLogFilter{Type: bootstrap.LogFilterTraceable}
+	case *accesslogv3.AccessLogFilter_RuntimeFilter:
+		fp := p.Field("runtime_filter")
+		rf := s.RuntimeFilter
+		c.only(fp, rf, "runtime_key", "percent_sampled", "use_independent_randomness")
+		out := &bootstrap.AccessLogFilter{Type: bootstrap.LogFilterRuntime, Denominator: 100,
+			IndependentRandomness: rf.GetUseIndependentRandomness()}
+		if ps := rf.GetPercentSampled(); ps != nil {
+			c.only(fp.Field("percent_sampled"), ps, "numerator", "denominator")
+			out.Numerator = ps.GetNumerator()
+			// ProtobufPercentHelper::fractionalPercentDenominatorToInt.
+			switch ps.GetDenominator().String() {
+			case "TEN_THOUSAND":
+				out.Denominator = 10000
+			case "MILLION":
+				out.Denominator = 1000000
+			}
+		}
+		return out
+	case *accesslogv3.AccessLogFilter_AndFilter:
+		fp := p.Field("and_filter")
+		c.only(fp, s.AndFilter, "filters")
+		return &bootstrap.AccessLogFilter{Type: bootstrap.LogFilterAnd, Filters: children(fp, s.AndFilter.GetFilters())}
+	case *accesslogv3.AccessLogFilter_OrFilter:
+		fp := p.Field("or_filter")
+		c.only(fp, s.OrFilter, "filters")
+		return &bootstrap.AccessLogFilter{Type: bootstrap.LogFilterOr, Filters: children(fp, s.OrFilter.GetFilters())}
+	case *accesslogv3.AccessLogFilter_HeaderFilter:
+		fp := p.Field("header_filter")
+		c.only(fp, s.HeaderFilter, "header")
+		hm := c.headerMatcher(fp.Field("header"), s.HeaderFilter.GetHeader())
+		return &bootstrap.AccessLogFilter{Type: bootstrap.LogFilterHeader, Header: &hm}
+	case *accesslogv3.AccessLogFilter_ResponseFlagFilter:
+		fp := p.Field("response_flag_filter")
+		c.only(fp, s.ResponseFlagFilter, "flags")
+		// The flag names are checked by the proto's validation rules.
+		return &bootstrap.AccessLogFilter{Type: bootstrap.LogFilterResponseFlag,
+			Flags: append([]string{}, s.ResponseFlagFilter.GetFlags()...)}
+	case *accesslogv3.AccessLogFilter_GrpcStatusFilter:
+		fp := p.Field("grpc_status_filter")
+		c.only(fp, s.GrpcStatusFilter, "statuses", "exclude")
+		out := &bootstrap.AccessLogFilter{Type: bootstrap.LogFilterGrpcStatus, Statuses: []uint32{},
+			Exclude: s.GrpcStatusFilter.GetExclude()}
+		for _, st := range s.GrpcStatusFilter.GetStatuses() {
+			out.Statuses = append(out.Statuses, uint32(st))
+		}
+		return out
+	case *accesslogv3.AccessLogFilter_LogTypeFilter:
+		fp := p.Field("log_type_filter")
+		c.only(fp, s.LogTypeFilter, "types", "exclude")
+		out := &bootstrap.AccessLogFilter{Type: bootstrap.LogFilterLogType, Types: []string{},
+			Exclude: s.LogTypeFilter.GetExclude()}
+		for _, t := range s.LogTypeFilter.GetTypes() {
+			out.Types = append(out.Types, t.String())
+		}
+		return out
+	case *accesslogv3.AccessLogFilter_MetadataFilter:
+		c.errs.Addf(p.Field("metadata_filter"), "not supported by moe-host")
+	case *accesslogv3.AccessLogFilter_ExtensionFilter:
+		c.errs.Addf(p.Field("extension_filter"), "not supported by moe-host")
+	default:
+		c.errs.Addf(p, "an access log filter needs one filter type")
+	}
+	return nil
 }
 
 func (c *compiler) streamFormat(p ypath.Path, f *corev3.SubstitutionFormatString) bootstrap.Format {

@@ -92,8 +92,10 @@ func TestAccessLogsAreCompiled(t *testing.T) {
 
 func TestAccessLogRefusals(t *testing.T) {
 	for name, c := range map[string]struct{ snippet, want string }{
-		"filter": {"access_log: [{name: f, filter: {not_health_check_filter: {}}, typed_config: {\"@type\": type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StdoutAccessLog}}]",
-			alPath + "[0].filter: not supported by moe-host"},
+		"metadata filter": {"access_log: [{name: f, filter: {metadata_filter: {}}, typed_config: {\"@type\": type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StdoutAccessLog}}]",
+			alPath + "[0].filter.metadata_filter: not supported by moe-host"},
+		"nested metadata filter": {"access_log: [{name: f, filter: {or_filter: {filters: [{traceable_filter: {}}, {metadata_filter: {}}]}}, typed_config: {\"@type\": type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StdoutAccessLog}}]",
+			alPath + "[0].filter.or_filter.filters[1].metadata_filter: not supported by moe-host"},
 		"formatters": {"access_log: [{name: f, typed_config: {\"@type\": type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StdoutAccessLog, log_format: {text_format: x, formatters: [{name: envoy.formatter.req_without_query, typed_config: {\"@type\": type.googleapis.com/google.protobuf.Empty}}]}}}]",
 			alPath + "[0].typed_config.log_format.formatters: not supported by moe-host"},
 		"bad command": {"access_log: [{name: f, typed_config: {\"@type\": type.googleapis.com/envoy.extensions.access_loggers.file.v3.FileAccessLog, path: /x, format: \"%NOPE%\"}}]",
@@ -196,5 +198,43 @@ func TestConfigDumpRedactsSecrets(t *testing.T) {
 	}
 	if got := strings.Join(types, ","); got != "BootstrapConfigDump,ClustersConfigDump,ListenersConfigDump,RoutesConfigDump,ScopedRoutesConfigDump,SecretsConfigDump" {
 		t.Errorf("config dump types: %s", got)
+	}
+}
+
+func TestAccessLogFiltersAreCompiled(t *testing.T) {
+	res, err := compileString(t, minimal(t, map[string]string{"HCM": `access_log:
+- name: f
+  typed_config: {"@type": type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StdoutAccessLog}
+  filter:
+    and_filter:
+      filters:
+      - status_code_filter: {comparison: {op: GE, value: {default_value: 400, runtime_key: access_log.min_status}}}
+      - duration_filter: {comparison: {value: {default_value: 10, runtime_key: d}}}
+      - or_filter:
+          filters:
+          - not_health_check_filter: {}
+          - traceable_filter: {}
+          - header_filter: {header: {name: X-Debug, range_match: {start: 1, end: 5}}}
+          - response_flag_filter: {flags: [UH, NR]}
+          - grpc_status_filter: {statuses: [UNAVAILABLE, OK], exclude: true}
+          - log_type_filter: {types: [DownstreamEnd]}
+          - runtime_filter: {runtime_key: sample, percent_sampled: {numerator: 5, denominator: TEN_THOUSAND}, use_independent_randomness: true}
+          - runtime_filter: {runtime_key: sample2}`}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := json.Marshal(res.Bootstrap.Listeners[0].HCM.AccessLog[0].Filter)
+	want := `{"type":"and","filters":[` +
+		`{"type":"status_code","op":"GE","value":400},` +
+		`{"type":"duration","op":"EQ","value":10},` +
+		`{"type":"or","filters":[{"type":"not_health_check"},{"type":"traceable"},` +
+		`{"type":"header","header":{"name":"X-Debug","kind":"range","value":"","present":true,"invert":false,"ignore_case":false,"range_start":1,"range_end":5}},` +
+		`{"type":"response_flag","flags":["UH","NR"]},` +
+		`{"type":"grpc_status","statuses":[14,0],"exclude":true},` +
+		`{"type":"log_type","types":["DownstreamEnd"]},` +
+		`{"type":"runtime","numerator":5,"denominator":10000,"independent_randomness":true},` +
+		`{"type":"runtime","denominator":100}]}]}`
+	if string(got) != want {
+		t.Errorf("filter:\n got %s\nwant %s", got, want)
 	}
 }

@@ -52,7 +52,7 @@ func TestAccessLog(t *testing.T) {
 	dir := t.TempDir()
 	textLog, jsonLog := filepath.Join(dir, "text.log"), filepath.Join(dir, "json.log")
 	h := startHost(t, hostSpec{tmpl: "accesslog", listeners: []string{"main"},
-		data: map[string]any{"A1": a1.Port, "TextLog": textLog, "JSONLog": jsonLog},
+		data: map[string]any{"A1": a1.Port, "TextLog": textLog, "JSONLog": jsonLog, "FilteredLog": filepath.Join(dir, "filtered.log")},
 		args: []string{"--file-flush-interval-msec", "50"}})
 	up := fmt.Sprintf("127.0.0.1:%d", a1.Port)
 
@@ -198,12 +198,34 @@ func TestAccessLogFlushedAtShutdown(t *testing.T) {
 	dir := t.TempDir()
 	textLog := filepath.Join(dir, "text.log")
 	h := startHost(t, hostSpec{tmpl: "accesslog", listeners: []string{"main"},
-		data: map[string]any{"A1": a1.Port, "TextLog": textLog, "JSONLog": filepath.Join(dir, "json.log")}})
+		data: map[string]any{"A1": a1.Port, "TextLog": textLog, "JSONLog": filepath.Join(dir, "json.log"),
+			"FilteredLog": filepath.Join(dir, "filtered.log")}})
 	h.must(t, req{listener: "main", path: "/echo", headers: hdrs("x-test-id", "alog-shutdown")})
 	h.client.CloseIdleConnections()
 	h.Stop(t)
 	b, _ := os.ReadFile(textLog)
 	if !strings.Contains(string(b), "alog-shutdown type=DownstreamEnd ") {
 		t.Errorf("the buffered line was not written at shutdown:\n%s", b)
+	}
+}
+
+// An access log filter (access_log_impl.cc) decides per logger whether a line is written: here
+// DownstreamEnd only, and a status >= 400 or an x-log-me header in [1, 5).
+func TestAccessLogFilter(t *testing.T) {
+	findBinaries(t)
+	a1 := startUpstream(t, "a1")
+	dir := t.TempDir()
+	filtered := filepath.Join(dir, "filtered.log")
+	h := startHost(t, hostSpec{tmpl: "accesslog", listeners: []string{"main"},
+		data: map[string]any{"A1": a1.Port, "TextLog": filepath.Join(dir, "text.log"), "JSONLog": filepath.Join(dir, "json.log"),
+			"FilteredLog": filtered}})
+	h.must(t, req{listener: "main", path: "/echo", headers: hdrs("x-test-id", "f-plain")})
+	h.must(t, req{listener: "main", path: "/echo", headers: hdrs("x-test-id", "f-out-of-range", "x-log-me", "5")})
+	h.must(t, req{listener: "main", path: "/echo", headers: hdrs("x-test-id", "f-in-range", "x-log-me", "4")})
+	h.client.CloseIdleConnections()
+	h.Stop(t)
+	b, _ := os.ReadFile(filtered)
+	if got := string(b); got != "f-in-range DownstreamEnd\n" {
+		t.Errorf("filtered log:\n%s", got)
 	}
 }

@@ -1,8 +1,10 @@
 # moe: Go plugins for Envoy's golang filter, one libgolang.so, tested through moe-host.
 #   make run    build, then serve the demo on 127.0.0.1:10000
 #   make example NAME=<plugin>   serve that plugin's example (envoy/examples/<plugin>.yaml)
+#   make dynamic                 serve envoy/dynamic/ (listeners, routes, clusters from files)
 #   make test   every test: unit (-race), moe-host conformance, end-to-end, sanitizer run
-#   make bench  Go benchmarks (ratios against a baseline measured in the same run)
+#   make bench  end-to-end benchmark through moe-host (out/bench/report.md), then the Go benchmarks
+#               (BENCH_QUICK=1: a quick pass; BENCH_ARGS: more cmd/moebench flags)
 SHELL := /bin/bash
 GO ?= go
 OUT := out
@@ -14,7 +16,7 @@ export CGO_ENABLED := 1
 GO_SOURCES := $(shell find . -name '*.go' -not -name '*_test.go' -not -path './out/*') go.mod go.sum
 HOST_SOURCES := $(wildcard cgo/host/*.cc cgo/host/*.h cgo/host/testing/*.cc cgo/host/Makefile)
 
-.PHONY: all deps build run example test test-asan test-istiod bench image clean
+.PHONY: all deps build run example dynamic test test-asan test-istiod bench bench-e2e bench-go image clean
 
 all: build
 
@@ -42,6 +44,9 @@ $(OUT)/moectl: $(GO_SOURCES)
 $(OUT)/echo-upstream: $(GO_SOURCES)
 	$(GO) build -o $@ ./cmd/echo-upstream
 
+$(OUT)/moebench: $(GO_SOURCES)
+	$(GO) build -o $@ ./cmd/moebench
+
 # Test-only libraries: the conformance plugins for moe-host and the framework's e2e plugins.
 $(OUT)/libconformance.so: $(GO_SOURCES)
 	$(GO) build -buildmode=c-shared -o $@ ./cgo/host/conformance/so
@@ -51,13 +56,25 @@ $(OUT)/libmoe-e2e.so: $(GO_SOURCES)
 
 TEST_BINS := $(OUT)/libconformance.so $(OUT)/libmoe-e2e.so $(OUT)/moe-host-netonly $(OUT)/moe-host-asan
 
+# On a terminal the server runs in a process group of its own that gets the terminal (perl's
+# POSIX, from Debian's essential perl-base), so Ctrl-C reaches it and not make: it stops
+# everything and make exits 0.
+SERVE = perl -MPOSIX -e 'if (-t STDIN) { $$SIG{TTOU} = "IGNORE"; setpgid(0, 0); tcsetpgrp(0, getpgrp()); } exec @ARGV or die "exec: $$!"' bash envoy/serve.sh
+
 run: build
-	@bash envoy/serve.sh envoy/envoy.yaml
+	@$(SERVE) envoy/envoy.yaml
 
 # make example NAME=key-auth: serve envoy/examples/<NAME>.yaml with what it needs (Redis, ...).
 example: build
 	@test -n "$(NAME)" || { echo "usage: make example NAME=<plugin> (one of: $(basename $(notdir $(wildcard envoy/examples/*.yaml))))" >&2; exit 2; }
-	@bash envoy/serve.sh envoy/examples/$(NAME).yaml
+	@$(SERVE) envoy/examples/$(NAME).yaml
+
+# make dynamic: listeners, clusters and routes from files (envoy/dynamic/); the files are copied
+# to out/dynamic/ so that moving a new one into place does not touch the repository.
+dynamic: build
+	@mkdir -p $(OUT)/dynamic
+	@cp envoy/dynamic/lds.yaml envoy/dynamic/cds.yaml envoy/dynamic/rds.yaml $(OUT)/dynamic/
+	@$(SERVE) envoy/dynamic/envoy.yaml
 
 # MOE_REQUIRE_HOST=1 turns "binary missing" into a failure instead of a skip.
 # MOE_HOST_LOOPBACK_ONLY=1: every moe-host a test starts refuses non-loopback upstreams (the
@@ -79,8 +96,19 @@ test-asan: $(OUT)/moe-host-asan $(OUT)/moectl $(OUT)/libconformance.so
 	MOE_REQUIRE_HOST=1 MOE_HOST_LOOPBACK_ONLY=1 MOE_HOST_BIN=$(abspath $(OUT)/moe-host-asan) \
 	  $(GO) test -count=1 -timeout 10m ./cgo/host/conformance/
 
-bench: build
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime=500ms ./shared/... ./plugins/...
+# The end-to-end benchmark (cmd/moebench/README.md): B0..B6 through moe-host, instructions per
+# request under callgrind, wrk load, crossings; writes out/bench/report.md, results.json,
+# chart.png (about 6 minutes; BENCH_QUICK=1 about 1). Then the Go benchmarks, whose output
+# (also in out/bench/go-bench.txt) benchstat reads.
+bench: bench-e2e bench-go
+
+bench-e2e: build $(OUT)/libconformance.so $(OUT)/moebench
+	$(OUT)/moebench $(BENCH_ARGS)
+
+BENCH_GO_TIME := $(if $(filter 1,$(BENCH_QUICK)),50ms,500ms)
+bench-go: build
+	@mkdir -p $(OUT)/bench
+	set -o pipefail; $(GO) test -run '^$$' -bench . -benchmem -benchtime=$(BENCH_GO_TIME) ./shared/... ./plugins/... | tee $(OUT)/bench/go-bench.txt
 
 # Needs a Docker engine (not available on this project's CI machines; see build/README.md).
 # Versions and tags come from build/versions.env.

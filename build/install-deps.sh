@@ -13,6 +13,8 @@ packages=(
   chromium            # cors: a headless browser does a real cross-origin fetch through moe-host
   curl
   binutils            # readelf: build/build_test.go checks the glibc versions out/libgolang.so needs
+  valgrind            # make bench (cmd/moebench): instructions per request under callgrind; its smoke test in make test
+  wrk                 # make bench: requests/s, latency and host CPU under load
 )
 
 missing=()

@@ -280,11 +280,11 @@ AdminServer::Response AdminServer::clusters(const Query& q) const {
       return text(400, "Invalid re2 regex");
     }
   }
-  std::vector<Cluster*> all = hooks_.cluster_manager ? hooks_.cluster_manager->all() : std::vector<Cluster*>{};
+  std::vector<ClusterSharedPtr> all = hooks_.cluster_manager ? hooks_.cluster_manager->all() : std::vector<ClusterSharedPtr>{};
   const bool as_json = first(q, "format").value_or("") == "json";
   nlohmann::ordered_json statuses = nlohmann::ordered_json::array();
   std::string out;
-  for (Cluster* c : all) {
+  for (const ClusterSharedPtr& c : all) {
     const std::string& name = c->name();
     if (filter && !std::regex_search(name, *filter)) continue;
     auto hosts = c->stats().hosts();

@@ -416,6 +416,7 @@ RouteConfiguration parseRouteConfig(const json& v, const std::string& path) {
   requireObject(v, path);
   RouteConfiguration rc;
   rc.name = getStringOr(v, path, "name", "");
+  rc.hash = getStringOr(v, path, "hash", "");
   rc.per_filter_config = parsePerFilterConfig(v, path);
   rc.headers = parseHeaderMutations(v, path);
   rc.most_specific_header_mutations_wins = getBool(v, path, "most_specific_header_mutations_wins", false);
@@ -468,6 +469,16 @@ HttpFilter parseHttpFilter(const json& v, const std::string& path) {
   return f;
 }
 
+ConfigSource parseConfigSource(const json& v, const std::string& path) {
+  requireObject(v, path);
+  ConfigSource cs;
+  cs.path = getString(v, path, "path");
+  cs.watched_directory = getStringOr(v, path, "watched_directory", "");
+  cs.watch_modify = getBool(v, path, "watch_modify", false);
+  if (cs.path.empty()) fail(path + ".path", "must not be empty");
+  return cs;
+}
+
 HttpConnectionManager parseHcm(const json& v, const std::string& path) {
   requireObject(v, path);
   HttpConnectionManager h;
@@ -479,16 +490,41 @@ HttpConnectionManager parseHcm(const json& v, const std::string& path) {
   h.access_log_flush_interval_ms = getUint(v, path, "access_log_flush_interval_ms", UINT64_MAX, 0);
   forEach(v, path, "http_filters", true,
           [&](const json& f, const std::string& fp) { h.http_filters.push_back(parseHttpFilter(f, fp)); });
-  h.route_config = parseRouteConfig(member(v, path, "route_config"), path + ".route_config");
+  if (const json* r = optionalMember(v, "rds")) {
+    std::string rp = path + ".rds";
+    requireObject(*r, rp);
+    Rds rds;
+    rds.route_config_name = getString(*r, rp, "route_config_name");
+    rds.config_source = parseConfigSource(member(*r, rp, "config_source"), rp + ".config_source");
+    h.rds = std::move(rds);
+  }
+  if (const json* rc = optionalMember(v, "route_config")) {
+    h.route_config = parseRouteConfig(*rc, path + ".route_config");
+  } else if (!h.rds) {
+    fail(path + ".route_config", "missing");
+  }
   forEach(v, path, "access_log", false,
           [&](const json& a, const std::string& ap) { h.access_log.push_back(parseAccessLog(a, ap)); });
   return h;
+}
+
+Listener parseListener(const json& l, const std::string& lp) {
+  requireObject(l, lp);
+  Listener out;
+  out.name = getString(l, lp, "name");
+  out.hash = getStringOr(l, lp, "hash", "");
+  out.address = parseAddress(member(l, lp, "address"), lp + ".address");
+  out.per_connection_buffer_limit_bytes = static_cast<uint32_t>(
+      getUint(l, lp, "per_connection_buffer_limit_bytes", UINT32_MAX, 1024 * 1024));
+  out.hcm = parseHcm(member(l, lp, "hcm"), lp + ".hcm");
+  return out;
 }
 
 ClusterConfig parseCluster(const json& v, const std::string& path) {
   requireObject(v, path);
   ClusterConfig c;
   c.name = getString(v, path, "name");
+  c.hash = getStringOr(v, path, "hash", "");
   std::string type = getStringOr(v, path, "type", "STATIC");
   if (type == "STATIC") c.type = ClusterConfig::Type::Static;
   else if (type == "STRICT_DNS") c.type = ClusterConfig::Type::StrictDns;
@@ -519,18 +555,17 @@ Bootstrap parseJson(const std::string& text) {
       admin.address = parseAddress(*a, "$.admin");
       b.admin = admin;
     }
-    forEach(root, "$", "listeners", true, [&](const json& l, const std::string& lp) {
-      requireObject(l, lp);
-      Listener out;
-      out.name = getString(l, lp, "name");
-      out.address = parseAddress(member(l, lp, "address"), lp + ".address");
-      out.per_connection_buffer_limit_bytes = static_cast<uint32_t>(
-          getUint(l, lp, "per_connection_buffer_limit_bytes", UINT32_MAX, 1024 * 1024));
-      out.hcm = parseHcm(member(l, lp, "hcm"), lp + ".hcm");
-      b.listeners.push_back(std::move(out));
-    });
+    forEach(root, "$", "listeners", true,
+            [&](const json& l, const std::string& lp) { b.listeners.push_back(parseListener(l, lp)); });
     forEach(root, "$", "clusters", false,
             [&](const json& c, const std::string& cp) { b.clusters.push_back(parseCluster(c, cp)); });
+    if (const json* d = optionalMember(root, "dynamic_resources")) {
+      requireObject(*d, "$.dynamic_resources");
+      if (const json* l = optionalMember(*d, "lds"))
+        b.dynamic_resources.lds = parseConfigSource(*l, "$.dynamic_resources.lds");
+      if (const json* c = optionalMember(*d, "cds"))
+        b.dynamic_resources.cds = parseConfigSource(*c, "$.dynamic_resources.cds");
+    }
     if (optionalMember(root, "config_dump")) {
       // Re-read in document order: the dump keeps Envoy's (proto) field order.
       b.config_dump = nlohmann::ordered_json::parse(text)["config_dump"].dump(2) + "\n";
@@ -539,6 +574,30 @@ Bootstrap parseJson(const std::string& text) {
   } catch (const json::exception& e) {
     // Type errors nlohmann raises past our checks (e.g. integer overflow).
     throw std::runtime_error(std::string("compiled bootstrap: ") + e.what());
+  }
+}
+
+Resources parseResourcesJson(const std::string& text) {
+  json root;
+  try {
+    root = json::parse(text);
+  } catch (const json::parse_error& e) {
+    throw std::runtime_error(std::string("compiled resources: invalid JSON: ") + e.what());
+  }
+  try {
+    requireObject(root, "$");
+    Resources r;
+    r.version_info = getStringOr(root, "$", "version_info", "");
+    forEach(root, "$", "listeners", false,
+            [&](const json& l, const std::string& lp) { r.listeners.push_back(parseListener(l, lp)); });
+    forEach(root, "$", "clusters", false,
+            [&](const json& c, const std::string& cp) { r.clusters.push_back(parseCluster(c, cp)); });
+    forEach(root, "$", "route_configs", false, [&](const json& rc, const std::string& rp) {
+      r.route_configs.push_back(parseRouteConfig(rc, rp));
+    });
+    return r;
+  } catch (const json::exception& e) {
+    throw std::runtime_error(std::string("compiled resources: ") + e.what());
   }
 }
 

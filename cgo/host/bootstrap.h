@@ -157,6 +157,7 @@ struct VirtualHost {
 
 struct RouteConfiguration {
   std::string name;
+  std::string hash; // RDS resources: identifies the proto (an unchanged table is not reloaded)
   std::vector<VirtualHost> virtual_hosts;
   PerFilterConfig per_filter_config;
   HeaderMutations headers;
@@ -177,6 +178,20 @@ struct HttpFilter {
   GolangFilter golang;                        // when type == Golang
 };
 
+// A filesystem config source (path_config_source): the file holds a DiscoveryResponse, re-read
+// when a file is moved onto path, or into watched_directory when that is set.
+struct ConfigSource {
+  std::string path;
+  std::string watched_directory; // "" = watch the file's own directory for a move onto path
+  bool watch_modify = false;     // watched_directory.watch_modify: in-place writes count too
+};
+
+// HttpConnectionManager.rds: the route table comes from a file.
+struct Rds {
+  std::string route_config_name;
+  ConfigSource config_source;
+};
+
 struct HttpConnectionManager {
   std::string stat_prefix;
   uint32_t max_request_headers_kb = 60;
@@ -186,12 +201,14 @@ struct HttpConnectionManager {
   bool flush_access_log_on_new_request = false;
   uint64_t access_log_flush_interval_ms = 0;  // 0 = no periodic log
   std::vector<HttpFilter> http_filters;
-  RouteConfiguration route_config;
+  RouteConfiguration route_config;            // empty when rds is set
+  std::optional<Rds> rds;
   std::vector<AccessLog> access_log;
 };
 
 struct Listener {
   std::string name;
+  std::string hash; // LDS resources: identifies the proto (an unchanged listener is skipped)
   SocketAddress address;
   HttpConnectionManager hcm;
   uint32_t per_connection_buffer_limit_bytes = 1024 * 1024; // Envoy default 1 MiB
@@ -199,6 +216,7 @@ struct Listener {
 
 struct ClusterConfig {
   std::string name;
+  std::string hash; // CDS resources: identifies the proto (an unchanged cluster is kept)
   enum class Type { Static, StrictDns } type = Type::Static;
   uint64_t connect_timeout_ms = 5000;
   uint64_t dns_refresh_rate_ms = 5000;
@@ -210,14 +228,30 @@ struct Admin {
   SocketAddress address;
 };
 
+struct DynamicResources {
+  std::optional<ConfigSource> lds; // dynamic_resources.lds_config
+  std::optional<ConfigSource> cds; // dynamic_resources.cds_config
+};
+
 struct Bootstrap {
   std::optional<Admin> admin;
   std::vector<Listener> listeners;
   std::vector<ClusterConfig> clusters;
+  DynamicResources dynamic_resources;
   std::string config_dump;                    // the admin /config_dump body (JSON text)
+};
+
+// One xDS resource file compiled by `moectl compile --lds/--cds/--rds FILE`.
+struct Resources {
+  std::string version_info;
+  std::vector<Listener> listeners;
+  std::vector<ClusterConfig> clusters;
+  std::vector<RouteConfiguration> route_configs;
 };
 
 // Parses the compiled JSON. Throws std::runtime_error naming the JSON path on error.
 Bootstrap parseJson(const std::string& json);
+// Parses the JSON of a compiled resource file. Throws std::runtime_error on error.
+Resources parseResourcesJson(const std::string& json);
 
 } // namespace moe::bootstrap

@@ -4,6 +4,7 @@
 #include <netdb.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <stdexcept>
@@ -143,17 +144,34 @@ bool overrideMatches(const std::string& host, const Endpoint& ep) {
 
 } // namespace
 
-ClusterImpl::ClusterImpl(const bootstrap::ClusterConfig& config) : config_(config), stats_(config.name) {
+ClusterImpl::ClusterImpl(const bootstrap::ClusterConfig& config) : config_(config), stats_(std::make_shared<ClusterStats>(config.name)) {
   // Envoy's cluster stats exist (at 0) from the cluster's creation on (ClusterStats).
   if (config_.type == bootstrap::ClusterConfig::Type::Static) {
     for (auto& a : config_.endpoints) {
       in6_addr tmp;
       if (inet_pton(AF_INET, a.address.c_str(), &tmp) != 1 && inet_pton(AF_INET6, a.address.c_str(), &tmp) != 1)
         throw std::runtime_error("cluster " + config_.name + ": STATIC endpoint " + a.address + " is not an IP address");
-      endpoints_.push_back(Endpoint{a.address, a.port});
-      stats_.host(endpoints_.back().str());
+      shared_->endpoints.push_back(Endpoint{a.address, a.port});
+      stats_->host(shared_->endpoints.back().str());
     }
   }
+}
+
+namespace {
+// Pools of removed or replaced clusters. A pool belongs to its worker's loop (its connections
+// are events there) and may still carry requests that began before the removal, so it is never
+// freed: idle connections close when the upstream closes them. Kept reachable for LeakSanitizer.
+std::mutex g_retired_mu;
+std::vector<std::unique_ptr<ConnPool>>& retiredPools() {
+  static auto* v = new std::vector<std::unique_ptr<ConnPool>>();
+  return *v;
+}
+} // namespace
+
+ClusterImpl::~ClusterImpl() {
+  shared_->stopped.store(true);
+  std::lock_guard<std::mutex> lock(g_retired_mu);
+  for (auto& [d, pool] : pools_) retiredPools().push_back(std::move(pool));
 }
 
 std::vector<Endpoint> ClusterImpl::resolveAll() const {
@@ -169,27 +187,32 @@ void ClusterImpl::startDns() {
   if (config_.type != bootstrap::ClusterConfig::Type::StrictDns) return;
   auto first = resolveAll();
   if (first.empty()) MOE_LOG(Warn, "upstream", "cluster %s: no endpoint resolved; serving 503 until one does", config_.name.c_str());
-  for (auto& e : first) stats_.host(e.str());
+  for (auto& e : first) stats_->host(e.str());
   {
-    std::lock_guard<std::mutex> lock(endpoints_mu_);
-    endpoints_ = std::move(first);
+    std::lock_guard<std::mutex> lock(shared_->mu);
+    shared_->endpoints = std::move(first);
   }
-  // Detached: the cluster lives for the whole process and the process ends with _exit, so the
-  // thread never outlives its cluster.
-  std::thread([this] {
+  // Detached, holding only the shared state and a copy of the config: a cluster removed by CDS
+  // stops it at its next wake-up.
+  std::thread([shared = shared_, stats = stats_, config = config_] {
     for (;;) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(config_.dns_refresh_rate_ms > 0 ? config_.dns_refresh_rate_ms : 5000));
-      auto eps = resolveAll();
-      for (auto& e : eps) stats_.host(e.str());
-      std::lock_guard<std::mutex> lock(endpoints_mu_);
-      endpoints_ = std::move(eps);
+      std::this_thread::sleep_for(std::chrono::milliseconds(config.dns_refresh_rate_ms > 0 ? config.dns_refresh_rate_ms : 5000));
+      if (shared->stopped.load()) return;
+      std::vector<Endpoint> eps;
+      for (auto& a : config.endpoints) {
+        auto one = resolveOne(a, config.name);
+        eps.insert(eps.end(), one.begin(), one.end());
+      }
+      for (auto& e : eps) stats->host(e.str());
+      std::lock_guard<std::mutex> lock(shared->mu);
+      shared->endpoints = std::move(eps);
     }
   }).detach();
 }
 
 std::vector<Endpoint> ClusterImpl::endpoints() const {
-  std::lock_guard<std::mutex> lock(endpoints_mu_);
-  return endpoints_;
+  std::lock_guard<std::mutex> lock(shared_->mu);
+  return shared_->endpoints;
 }
 
 ConnPool& ClusterImpl::poolFor(Dispatcher& worker) {
@@ -215,19 +238,115 @@ UpstreamRequestPtr ClusterImpl::newRequest(Dispatcher& worker, UpstreamCallbacks
   return pool.newRequest(eps[pool.nextRoundRobin() % eps.size()], cb);
 }
 
-ClusterManagerImpl::ClusterManagerImpl(const std::vector<bootstrap::ClusterConfig>& configs, bool start_dns) {
+ClusterManagerImpl::ClusterManagerImpl(const std::vector<bootstrap::ClusterConfig>& configs, bool start_dns)
+    : start_dns_(start_dns),
+      cluster_added_(stats().counter("cluster_manager.cluster_added")),
+      cluster_modified_(stats().counter("cluster_manager.cluster_modified")),
+      cluster_removed_(stats().counter("cluster_manager.cluster_removed")),
+      active_clusters_(stats().gauge("cluster_manager.active_clusters")) {
   for (auto& c : configs) {
     if (by_name_.count(c.name)) throw std::runtime_error("duplicate cluster name " + c.name);
-    auto cluster = std::make_unique<ClusterImpl>(c);
-    if (start_dns) cluster->startDns();
-    ordered_.push_back(cluster.get());
-    by_name_[c.name] = std::move(cluster);
+    auto cluster = std::make_shared<ClusterImpl>(c);
+    if (start_dns_) cluster->startDns();
+    order_.push_back(c.name);
+    by_name_[c.name] = Entry{std::move(cluster), false};
+    cluster_added_.inc();
   }
+  active_clusters_.set(static_cast<int64_t>(by_name_.size()));
 }
 
-Cluster* ClusterManagerImpl::get(const std::string& name) {
+ClusterSharedPtr ClusterManagerImpl::get(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
   auto it = by_name_.find(name);
-  return it == by_name_.end() ? nullptr : it->second.get();
+  return it == by_name_.end() ? nullptr : it->second.cluster;
+}
+
+std::vector<ClusterSharedPtr> ClusterManagerImpl::all() {
+  std::vector<ClusterSharedPtr> out;
+  for (auto& c : clusters()) out.push_back(c);
+  return out;
+}
+
+std::vector<std::shared_ptr<ClusterImpl>> ClusterManagerImpl::clusters() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::shared_ptr<ClusterImpl>> out;
+  for (auto& name : order_) out.push_back(by_name_.at(name).cluster);
+  return out;
+}
+
+// cds_api_helper.cc onConfigUpdate: removals first (CDS clusters missing from the update), then
+// addOrUpdateCluster for each resource; failures are collected and the rest applied.
+// cluster_manager_impl.cc addOrUpdateCluster: a static cluster cannot be changed by CDS, an
+// unchanged hash is a no-op, a changed one replaces the cluster (requests in flight keep the old
+// one: they hold it).
+std::string ClusterManagerImpl::onCdsUpdate(const std::vector<bootstrap::ClusterConfig>& clusters) {
+  std::string errors;
+  std::map<std::string, const bootstrap::ClusterConfig*> wanted;
+  for (auto& c : clusters) {
+    if (wanted.count(c.name)) {
+      errors += c.name + ": duplicate cluster " + c.name + " found\n";
+      continue;
+    }
+    wanted[c.name] = &c;
+  }
+  // Built outside the lock: a STRICT_DNS cluster resolves synchronously once.
+  std::vector<std::string> remove;
+  std::vector<std::pair<std::string, std::shared_ptr<ClusterImpl>>> put;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [name, e] : by_name_) {
+      if (e.added_via_api && !wanted.count(name)) remove.push_back(name);
+    }
+  }
+  for (auto& [name, cfg] : wanted) {
+    std::shared_ptr<ClusterImpl> existing = std::dynamic_pointer_cast<ClusterImpl>(get(name));
+    bool is_static = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = by_name_.find(name);
+      is_static = it != by_name_.end() && !it->second.added_via_api;
+    }
+    if (is_static) {
+      errors += name + ": 'cds: fail to add/update cluster " + name + "' (a static cluster cannot be changed by CDS)\n";
+      continue;
+    }
+    if (existing && !cfg->hash.empty() && existing->config().hash == cfg->hash) continue;
+    try {
+      auto cluster = std::make_shared<ClusterImpl>(*cfg);
+      if (start_dns_) cluster->startDns();
+      put.emplace_back(name, std::move(cluster));
+    } catch (const std::exception& e) {
+      errors += name + ": " + e.what() + "\n";
+    }
+  }
+  std::vector<std::shared_ptr<ClusterImpl>> released;  // destroyed outside the lock
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& name : remove) {
+      released.push_back(by_name_[name].cluster);
+      by_name_.erase(name);
+      order_.erase(std::find(order_.begin(), order_.end(), name));
+      cluster_removed_.inc();
+      MOE_LOG(Info, "upstream", "cds: remove cluster '%s'", name.c_str());
+    }
+    for (auto& [name, cluster] : put) {
+      auto it = by_name_.find(name);
+      if (it == by_name_.end()) {
+        order_.push_back(name);
+        by_name_[name] = Entry{std::move(cluster), true};
+        cluster_added_.inc();
+        MOE_LOG(Info, "upstream", "cds: add cluster '%s'", name.c_str());
+      } else {
+        released.push_back(it->second.cluster);
+        it->second.cluster = std::move(cluster);
+        cluster_modified_.inc();
+        MOE_LOG(Info, "upstream", "cds: update cluster '%s'", name.c_str());
+      }
+    }
+    active_clusters_.set(static_cast<int64_t>(by_name_.size()));
+  }
+  if (!errors.empty()) return "Error adding/updating cluster(s) " + errors;
+  return "";
 }
 
 } // namespace moe

@@ -2,6 +2,7 @@
 // static and strict_dns clusters): endpoints, per-worker connection pools, round robin and
 // override-host selection.
 #pragma once
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -10,6 +11,7 @@
 
 #include "bootstrap.h"
 #include "conn_pool.h"
+#include "stats.h"
 #include "upstream.h"
 
 namespace moe {
@@ -17,12 +19,14 @@ namespace moe {
 class ClusterImpl : public Cluster {
 public:
   explicit ClusterImpl(const bootstrap::ClusterConfig& config);
+  // Stops DNS refresh; its per-worker pools are retired (see cluster.cc).
+  ~ClusterImpl() override;
+  const bootstrap::ClusterConfig& config() const { return config_; }
 
   const std::string& name() const override { return config_.name; }
   std::vector<Endpoint> endpoints() const override;
-  ClusterStats& stats() override { return stats_; }
+  ClusterStats& stats() override { return *stats_; }
   uint64_t connectTimeoutMs() const override { return config_.connect_timeout_ms; }
-  const bootstrap::ClusterConfig& config() const { return config_; }
   UpstreamRequestPtr newRequest(Dispatcher& worker, UpstreamCallbacks& cb,
                                 const std::optional<std::string>& override_host,
                                 bool override_strict) override;
@@ -35,26 +39,52 @@ private:
   ConnPool& poolFor(Dispatcher& worker);
   std::vector<Endpoint> resolveAll() const;
 
+  // Endpoints, shared with the STRICT_DNS refresh thread, which may outlive the cluster by one
+  // refresh interval after a CDS removal.
+  struct Shared {
+    std::mutex mu;
+    std::vector<Endpoint> endpoints;  // guarded by mu
+    std::atomic<bool> stopped{false};
+  };
   const bootstrap::ClusterConfig config_;
-  ClusterStats stats_;
-  mutable std::mutex endpoints_mu_;
-  std::vector<Endpoint> endpoints_;  // guarded by endpoints_mu_
+  // Shared with the pools (which a CDS removal retires, not deletes) and the DNS thread.
+  std::shared_ptr<ClusterStats> stats_;
+  std::shared_ptr<Shared> shared_ = std::make_shared<Shared>();
   std::mutex pools_mu_;
   std::map<Dispatcher*, std::unique_ptr<ConnPool>> pools_;  // guarded by pools_mu_
 };
 
+// Static clusters from the bootstrap, CDS clusters from a file (Envoy: cluster_manager_impl.cc
+// addOrUpdateCluster/removeCluster, cds_api_helper.cc). Stats under "cluster_manager.":
+// cluster_added, cluster_modified, cluster_removed, active_clusters (gauge).
 class ClusterManagerImpl : public ClusterManager {
 public:
-  // start_dns=false (validation): STRICT_DNS clusters resolve nothing.
+  // Throws std::runtime_error on an invalid or duplicate static cluster. start_dns=false
+  // (validation): STRICT_DNS clusters resolve nothing, those from CDS neither.
   ClusterManagerImpl(const std::vector<bootstrap::ClusterConfig>& configs, bool start_dns);
-  Cluster* get(const std::string& name) override;
-  std::vector<Cluster*> all() override { return {ordered_.begin(), ordered_.end()}; }
-  // Clusters in bootstrap order.
-  const std::vector<ClusterImpl*>& clusters() const { return ordered_; }
+  ClusterSharedPtr get(const std::string& name) override;
+  std::vector<ClusterSharedPtr> all() override;
+  // Clusters in order (static first, in bootstrap order; then CDS ones as added).
+  std::vector<std::shared_ptr<ClusterImpl>> clusters() const;
+
+  // A CDS state-of-the-world update (main thread): clusters not in it that came by CDS are
+  // removed, each other one is added, replaced (when its hash changed) or kept. A cluster that
+  // fails is skipped and the others applied; the result names the failures ("" = accepted).
+  std::string onCdsUpdate(const std::vector<bootstrap::ClusterConfig>& clusters);
 
 private:
-  std::map<std::string, std::unique_ptr<ClusterImpl>> by_name_;
-  std::vector<ClusterImpl*> ordered_;
+  struct Entry {
+    std::shared_ptr<ClusterImpl> cluster;
+    bool added_via_api = false;
+  };
+  const bool start_dns_;
+  mutable std::mutex mu_;
+  std::map<std::string, Entry> by_name_;  // guarded by mu_
+  std::vector<std::string> order_;        // guarded by mu_
+  Counter& cluster_added_;
+  Counter& cluster_modified_;
+  Counter& cluster_removed_;
+  Gauge& active_clusters_;
 };
 
 } // namespace moe

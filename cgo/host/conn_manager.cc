@@ -60,6 +60,7 @@ int64_t activeDownstreamStreams() { return g_active_streams.load(); }
 
 std::unique_ptr<HttpConnectionManagerFactory>
 createHttpConnectionManagerFactory(const bootstrap::Listener& config, Server& server) {
+  // Throws when Go rejects a config (filter or per-route) or a library fails to load.
   return std::make_unique<HttpConnectionManagerFactoryImpl>(config, server);
 }
 
@@ -78,7 +79,8 @@ ConnectionManagerStats::ConnectionManagerStats(const std::string& prefix)
       downstream_cx_destroy_remote_active_rq(
           moe::stats().counter(prefix + "downstream_cx_destroy_remote_active_rq")),
       downstream_rq_response_before_rq_complete(
-          moe::stats().counter(prefix + "downstream_rq_response_before_rq_complete")) {
+          moe::stats().counter(prefix + "downstream_rq_response_before_rq_complete")),
+      downstream_cx_drain_close(moe::stats().counter(prefix + "downstream_cx_drain_close")) {
   for (int i = 0; i < 5; i++) {
     downstream_rq_xx[i] = &moe::stats().counter(prefix + "downstream_rq_" + std::to_string(i + 1) + "xx");
   }
@@ -99,7 +101,6 @@ HttpConnectionManagerFactoryImpl::HttpConnectionManagerFactoryImpl(const bootstr
                                                                    Server& server)
     : config_(config), server_(server),
       stats_("http." + config.hcm.stat_prefix + ".") {
-  route_table_ = std::make_unique<RouteTable>(config_.hcm.route_config);
   // Envoy's filter stat prefix is the HCM's "http.<stat_prefix>." (config.cc:33 adds "golang.").
   const std::string filter_stats_prefix = "http." + config_.hcm.stat_prefix + ".";
   for (auto& hf : config_.hcm.http_filters) {
@@ -108,12 +109,17 @@ HttpConnectionManagerFactoryImpl::HttpConnectionManagerFactoryImpl(const bootstr
       ff.golang = std::make_shared<golang::FilterConfig>(hf, filter_stats_prefix, server.concurrency());
       // Throws (host exits 1) when Go rejects the config, as Envoy rejects it.
       ff.golang->newGoPluginConfig();
-      golang::RoutePluginConfigs::preload(config_.hcm.route_config, hf.name);
     }
     filters_.push_back(std::move(ff));
   }
   // Opened now: a file that cannot be opened rejects the config ("unable to open file").
   for (auto& al : config_.hcm.access_log) access_logs_.push_back(std::make_unique<AccessLogInstance>(al));
+  // After the filters: per-route golang configs are parsed for libraries already loaded.
+  if (config_.hcm.rds) {
+    route_provider_ = rdsRouteConfigProvider(*config_.hcm.rds, filter_stats_prefix);
+  } else {
+    route_provider_ = staticRouteConfigProvider(config_.hcm.route_config);
+  }
 }
 
 // Envoy names a listener's stats scope after its address, ':' replaced ("listener.127.0.0.1_10000.";
@@ -130,7 +136,8 @@ void HttpConnectionManagerFactoryImpl::setListenerAddress(const std::string& ip,
 std::unique_ptr<ServerConnectionCallbacks>
 HttpConnectionManagerFactoryImpl::createConnectionManager(Dispatcher& worker,
                                                           const ConnectionInfo& conn) {
-  return std::make_unique<ConnectionManager>(*this, worker, conn);
+  return std::make_unique<ConnectionManager>(
+      std::static_pointer_cast<HttpConnectionManagerFactoryImpl>(shared_from_this()), worker, conn);
 }
 
 void HttpConnectionManagerFactoryImpl::createFilterChain(FilterManager& fm, uint32_t worker_id) const {
@@ -151,12 +158,12 @@ void HttpConnectionManagerFactoryImpl::createFilterChain(FilterManager& fm, uint
 // ConnectionManager: one per downstream connection, on its worker thread.
 // ---------------------------------------------------------------------------------------------
 
-ConnectionManager::ConnectionManager(HttpConnectionManagerFactoryImpl& factory, Dispatcher& worker,
+ConnectionManager::ConnectionManager(std::shared_ptr<HttpConnectionManagerFactoryImpl> factory, Dispatcher& worker,
                                      const ConnectionInfo& conn)
-    : factory_(factory), worker_(worker),
+    : factory_(std::move(factory)), worker_(worker),
       worker_id_(workerIdFromName(worker.name(), worker.workerId())), conn_(conn) {
   // conn_manager_impl.cc: a new HTTP/1 connection.
-  auto& st = factory_.stats();
+  auto& st = factory_->stats();
   st.downstream_cx_total.inc();
   st.downstream_cx_http1_total.inc();
   st.downstream_cx_active.add(1);
@@ -166,7 +173,7 @@ ConnectionManager::ConnectionManager(HttpConnectionManagerFactoryImpl& factory, 
 ConnectionManager::~ConnectionManager() {
   // A stream still active when the connection object goes is reset now.
   onConnectionClose();
-  auto& st = factory_.stats();
+  auto& st = factory_->stats();
   st.downstream_cx_active.sub(1);
   st.downstream_cx_http1_active.sub(1);
   st.downstream_cx_destroy.inc();
@@ -203,7 +210,7 @@ void ConnectionManager::removeStream(ActiveStream* stream) {
 void ConnectionManager::onRemoteCloseWithActiveStream() {
   if (counted_remote_close_) return;
   counted_remote_close_ = true;
-  factory_.stats().downstream_cx_destroy_remote_active_rq.inc();
+  factory_->stats().downstream_cx_destroy_remote_active_rq.inc();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -276,6 +283,8 @@ void ActiveStream::decodeHeaders(HeaderMapPtr headers, bool end_stream) {
   headers->remove("transfer-encoding");
   if (encoder_) info_.request_wire_bytes = encoder_->requestWireBytes();
   resetIdleTimer();
+  // conn_manager_impl.cc decodeHeaders: snapRouteConfig() before the filters run.
+  if (!route_config_) route_config_ = parent_.factory().routeConfig();
   filter_manager_.decodeHeaders(std::move(headers), end_stream);
   maybeDisarmRequestTimer();
 }
@@ -352,8 +361,12 @@ void ActiveStream::encodeHeadersToCodec(HeaderMap& headers, bool end_stream) {
   if (!filter_manager_.remoteDecodeComplete()) {
     parent_.factory().stats().downstream_rq_response_before_rq_complete.inc();
   }
+  // A listener version that was replaced or removed drains its connections
+  // (conn_manager_impl.cc encodeHeaders: drain_close_.drainClose() -> startDrainSequence).
+  bool drain_close = parent_.factory().drainClose();
+  if (drain_close) parent_.factory().stats().downstream_cx_drain_close.inc();
   if (parent_.factory().server().draining() || info_.drain_connection_upon_completion ||
-      !filter_manager_.remoteDecodeComplete()) {
+      !filter_manager_.remoteDecodeComplete() || drain_close) {
     encoder_->setCloseAfterResponse();
   }
   // ActiveStream::encodeHeaders (conn_manager_impl.cc:1917-1935): a date header when absent, the
@@ -400,7 +413,9 @@ void ActiveStream::resetDownstream() {
 }
 
 MatchedRouteConstSharedPtr ActiveStream::matchRoute(const HeaderMap& request_headers) {
-  return parent_.factory().routeTable().route(request_headers);
+  if (!route_config_) route_config_ = parent_.factory().routeConfig();
+  if (!route_config_) return nullptr; // an RDS table that never loaded: no route (404)
+  return route_config_->table().route(request_headers, route_config_);
 }
 
 bool ActiveStream::clusterExists(const std::string& name) {

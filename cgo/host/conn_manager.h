@@ -15,6 +15,7 @@
 #include "bootstrap.h"
 #include "filter_manager.h"
 #include "golang_filter.h"
+#include "route_config_provider.h"
 #include "route_table.h"
 #include "server.h"
 #include "stats.h"
@@ -38,6 +39,7 @@ struct ConnectionManagerStats {
   Histogram& downstream_rq_time;
   Counter& downstream_cx_destroy_remote_active_rq;
   Counter& downstream_rq_response_before_rq_complete;
+  Counter& downstream_cx_drain_close;
 };
 
 // The listener's view of its HTTP connection manager ("listener.<address>.http.<stat_prefix>.",
@@ -61,7 +63,8 @@ public:
   void createFilterChain(FilterManager& fm, uint32_t worker_id) const;
 
   const bootstrap::Listener& config() const { return config_; }
-  const RouteTable& routeTable() const { return *route_table_; }
+  // The route table version current now (nullptr: an RDS table that never loaded).
+  RouteConfigConstSharedPtr routeConfig() const { return route_provider_->config(); }
   Server& server() { return server_; }
   ConnectionManagerStats& stats() { return stats_; }
   // Set before the workers start (setListenerAddress).
@@ -73,11 +76,11 @@ private:
     golang::FilterConfigSharedPtr golang; // for Golang
   };
 
-  const bootstrap::Listener config_; // a copy: route pointers refer into it
+  const bootstrap::Listener config_;
   Server& server_;
-  std::unique_ptr<RouteTable> route_table_;
   std::vector<FilterFactory> filters_;
   std::vector<std::unique_ptr<AccessLogInstance>> access_logs_;
+  RouteConfigProviderSharedPtr route_provider_; // inline route_config or RDS
   ConnectionManagerStats stats_;
   std::unique_ptr<ConnectionManagerListenerStats> listener_stats_;
 };
@@ -116,6 +119,9 @@ private:
 
   ConnectionManager& parent_;
   ResponseEncoder* encoder_; // nullptr once the codec is done with this stream
+  // The route table version this stream uses, taken when its headers arrive (Envoy's
+  // snapped_route_config_): a newer table serves later streams.
+  RouteConfigConstSharedPtr route_config_;
   StreamInfo info_;
   FilterManager filter_manager_;
   TimerPtr access_log_flush_timer_; // DownstreamPeriodic logs
@@ -126,14 +132,14 @@ private:
 
 class ConnectionManager : public ServerConnectionCallbacks {
 public:
-  ConnectionManager(HttpConnectionManagerFactoryImpl& factory, Dispatcher& worker,
+  ConnectionManager(std::shared_ptr<HttpConnectionManagerFactoryImpl> factory, Dispatcher& worker,
                     const ConnectionInfo& conn);
   ~ConnectionManager() override;
 
   RequestDecoder& newStream(ResponseEncoder& encoder) override;
   void onConnectionClose() override;
 
-  HttpConnectionManagerFactoryImpl& factory() { return factory_; }
+  HttpConnectionManagerFactoryImpl& factory() { return *factory_; }
   Dispatcher& dispatcher() { return worker_; }
   uint32_t workerId() const { return worker_id_; }
   // Called by an ended stream: it leaves the list and is deleted after the current event.
@@ -141,7 +147,9 @@ public:
   void onRemoteCloseWithActiveStream();
 
 private:
-  HttpConnectionManagerFactoryImpl& factory_;
+  // Held: a listener update or removal leaves this connection on the version it was accepted
+  // for until it closes (listener_manager.h).
+  std::shared_ptr<HttpConnectionManagerFactoryImpl> factory_;
   Dispatcher& worker_;
   uint32_t worker_id_;
   ConnectionInfo conn_;

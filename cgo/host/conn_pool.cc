@@ -293,8 +293,10 @@ void UpstreamConnection::close() {
 
 // ---- ConnPool ----
 
-ConnPool::ConnPool(Dispatcher& dispatcher, std::string cluster_name, uint64_t connect_timeout_ms, ClusterStats& stats)
-    : dispatcher_(dispatcher), cluster_name_(std::move(cluster_name)), stats_(stats),
+ConnPool::ConnPool(Dispatcher& dispatcher, std::string cluster_name, uint64_t connect_timeout_ms,
+                   std::shared_ptr<ClusterStats> stats)
+    : dispatcher_(dispatcher), cluster_name_(std::move(cluster_name)), stats_owner_(std::move(stats)),
+      stats_(*stats_owner_),
       connect_timeout_ms_(connect_timeout_ms) {}
 
 UpstreamRequestPtr ConnPool::newRequest(const Endpoint& endpoint, UpstreamCallbacks& cb) {

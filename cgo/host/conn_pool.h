@@ -100,7 +100,10 @@ private:
 
 class ConnPool {
 public:
-  ConnPool(Dispatcher& dispatcher, std::string cluster_name, uint64_t connect_timeout_ms, ClusterStats& stats);
+  // stats: kept alive by the pool, which a cluster removed or replaced by CDS retires (its
+  // connections still count on it).
+  ConnPool(Dispatcher& dispatcher, std::string cluster_name, uint64_t connect_timeout_ms,
+           std::shared_ptr<ClusterStats> stats);
 
   UpstreamRequestPtr newRequest(const Endpoint& endpoint, UpstreamCallbacks& cb);
   // A request that fails from the event loop with reason/details (e.g. strict override host).
@@ -116,6 +119,7 @@ private:
 
   Dispatcher& dispatcher_;
   const std::string cluster_name_;
+  const std::shared_ptr<ClusterStats> stats_owner_;
   ClusterStats& stats_;
   const uint64_t connect_timeout_ms_;
   std::map<std::string, std::list<UpstreamConnection*>> idle_;  // endpoint str -> idle conns

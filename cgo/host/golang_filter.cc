@@ -167,29 +167,60 @@ uint64_t parseRouteConfig(GoLibrary& lib, RouteConfigEntry& e, const bootstrap::
 
 } // namespace
 
-void RoutePluginConfigs::preload(const bootstrap::RouteConfiguration& rc,
-                                 const std::string& filter_name) {
-  auto load = [&](const bootstrap::PerFilterConfig& pfc) {
-    auto it = pfc.find(filter_name);
-    if (it == pfc.end()) return;
-    for (auto& [plugin_name, cfg] : it->second) {
+namespace {
+template <class Fn> void forEachRoutePluginConfig(const bootstrap::RouteConfiguration& rc, Fn fn) {
+  auto visit = [&](const bootstrap::PerFilterConfig& pfc) {
+    for (auto& [filter_name, plugins] : pfc) {
+      for (auto& [plugin_name, cfg] : plugins) fn(filter_name, plugin_name, cfg);
+    }
+  };
+  visit(rc.per_filter_config);
+  for (auto& vh : rc.virtual_hosts) {
+    visit(vh.per_filter_config);
+    for (auto& r : vh.routes) visit(r.per_filter_config);
+  }
+}
+} // namespace
+
+void RoutePluginConfigs::preload(const bootstrap::RouteConfiguration& rc) {
+  try {
+    forEachRoutePluginConfig(rc, [&](const std::string& filter_name, const std::string& plugin_name,
+                                     const bootstrap::RoutePluginConfig& cfg) {
       GoLibrary* lib = goLibraryByPluginName(plugin_name);
-      if (lib == nullptr) continue; // Envoy: parsed lazily once the library is known
+      if (lib == nullptr) return; // Envoy: parsed lazily once the library is known
       RouteConfigEntry& e = entryFor(&cfg);
       std::lock_guard<std::mutex> lock(e.mu);
-      if (e.config_id != 0) continue;
+      if (e.config_id != 0) return;
       e.config_id = parseRouteConfig(*lib, e, cfg, plugin_name);
       if (e.config_id == 0) {
         throw std::runtime_error("golang filter " + filter_name +
                                  " failed to parse per-route plugin config: " + plugin_name);
       }
-    }
-  };
-  load(rc.per_filter_config);
-  for (auto& vh : rc.virtual_hosts) {
-    load(vh.per_filter_config);
-    for (auto& r : vh.routes) load(r.per_filter_config);
+    });
+  } catch (...) {
+    release(rc);
+    throw;
   }
+}
+
+void RoutePluginConfigs::release(const bootstrap::RouteConfiguration& rc) {
+  forEachRoutePluginConfig(rc, [&](const std::string&, const std::string& plugin_name,
+                                   const bootstrap::RoutePluginConfig& cfg) {
+    std::unique_ptr<RouteConfigEntry> e;
+    {
+      std::lock_guard<std::mutex> lock(g_route_mu);
+      auto it = routeEntries().find(&cfg);
+      if (it == routeEntries().end()) return;
+      e = std::move(it->second);
+      routeEntries().erase(it);
+    }
+    GoLibrary* lib = goLibraryByPluginName(plugin_name);
+    if (lib == nullptr) return;
+    std::lock_guard<std::mutex> lock(e->mu);
+    if (e->config_id > 0) go::destroyHttpPluginConfig(*lib, e->config_id, 0);
+    if (e->merged_config_id > 0 && e->merged_config_id != e->config_id)
+      go::destroyHttpPluginConfig(*lib, e->merged_config_id, 0);
+  });
 }
 
 // RoutePluginConfig::getMergedConfigId (GF:2014-2051).

@@ -86,9 +86,13 @@ using FilterConfigSharedPtr = std::shared_ptr<FilterConfig>;
 // the parent id on first use and cached per (route plugin config, parent id).
 class RoutePluginConfigs {
 public:
-  // Parses every per-route config of `filter_name` in the route configuration now (Envoy parses
-  // them when the route table loads); throws when Go rejects one.
-  static void preload(const bootstrap::RouteConfiguration& rc, const std::string& filter_name);
+  // Parses every per-route golang config in the route configuration now (Envoy's
+  // RoutePluginConfig constructor, when the route table loads, for plugins whose library is
+  // loaded); throws when Go rejects one (config id 0), after releasing what it parsed.
+  static void preload(const bootstrap::RouteConfiguration& rc);
+  // The route table version is gone (its last stream ended): its per-route config ids and
+  // merged ids are destroyed in Go (~RoutePluginConfig, GF:1961-1969).
+  static void release(const bootstrap::RouteConfiguration& rc);
   static uint64_t mergedConfigId(const bootstrap::RoutePluginConfig& cfg,
                                  const std::string& plugin_name, uint64_t parent_id);
 };

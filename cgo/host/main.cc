@@ -28,12 +28,16 @@
 #include "cluster.h"
 #include "dispatcher_impl.h"
 #include "dso.h"
+#include "file_watcher.h"
+#include "listener_manager.h"
 #include "logger.h"
+#include "moectl_runner.h"
 #include "options.h"
 #include "server.h"
 #include "stats.h"
 #include "upstream_guard.h"
 #include "worker.h"
+#include "xds.h"
 
 // Defined only in -fsanitize=address builds (LeakSanitizer); weak so other builds link.
 extern "C" void __lsan_do_leak_check(void) __attribute__((weak));
@@ -57,66 +61,14 @@ std::string readFile(const std::string& path) {
   return ss.str();
 }
 
-bool isExecutable(const std::string& path) {
-  struct stat st;
-  return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(path.c_str(), X_OK) == 0;
-}
-
-// moectl next to this binary, then $MOE_MOECTL, then PATH (compiled-bootstrap.md).
-std::string findMoectl() {
-  char self[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-  if (n > 0) {
-    self[n] = '\0';
-    std::string dir(self);
-    dir = dir.substr(0, dir.rfind('/'));
-    if (isExecutable(dir + "/moectl")) return dir + "/moectl";
-  }
-  const char* env = getenv("MOE_MOECTL");
-  if (env != nullptr && *env != '\0') return env;
-  return "moectl";  // execvp searches PATH
-}
-
 // Runs `moectl compile -c path` and returns its stdout. Its stderr goes straight to ours, so
 // a rejected config explains itself.
 std::string compileWithMoectl(const std::string& path) {
-  std::string moectl = findMoectl();
-  int fds[2];
-  if (pipe(fds) != 0) throw std::runtime_error(std::string("pipe: ") + strerror(errno));
-  pid_t pid = fork();
-  if (pid < 0) throw std::runtime_error(std::string("fork: ") + strerror(errno));
-  if (pid == 0) {
-    dup2(fds[1], STDOUT_FILENO);
-    close(fds[0]);
-    close(fds[1]);
-    const char* args[] = {moectl.c_str(), "compile", "-c", path.c_str(), nullptr};
-    execvp(args[0], const_cast<char* const*>(args));
-    fprintf(stderr, "moe-host: cannot run %s: %s\n", moectl.c_str(), strerror(errno));
-    _exit(127);
-  }
-  close(fds[1]);
-  std::string out;
-  char buf[65536];
-  for (;;) {
-    ssize_t r = read(fds[0], buf, sizeof(buf));
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) break;
-    out.append(buf, static_cast<size_t>(r));
-  }
-  close(fds[0]);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    throw std::runtime_error(moectl + " compile -c " + path + " failed (exit status " +
-                             std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) + ")");
-  return out;
-}
-
-// Validation binds nothing, but the address must be one a listener could bind.
-void checkListenAddress(const std::string& ip) {
-  in6_addr tmp;
-  if (inet_pton(AF_INET, ip.c_str(), &tmp) != 1 && inet_pton(AF_INET6, ip.c_str(), &tmp) != 1)
-    throw std::runtime_error("listener address " + ip + " is not an IP address");
+  MoectlResult res = runMoectl({"compile", "-c", path});
+  if (res.exit_code != 0)
+    throw std::runtime_error(findMoectl() + " compile -c " + path + " failed (exit status " +
+                             std::to_string(res.exit_code) + ")");
+  return res.out;
 }
 
 bool endsWith(const std::string& s, const std::string& suffix) {
@@ -147,33 +99,8 @@ public:
     for (auto& [name, value] : options_.stats_tags) stats().addFixedTag(name, value);
     // Validation resolves no names (Envoy's ValidationClusterManager has no DNS either).
     cluster_manager_ = std::make_unique<ClusterManagerImpl>(config.clusters, /*start_dns=*/!validate);
-
-    for (auto& listener : config.listeners) {
-      factories_.push_back(createHttpConnectionManagerFactory(listener, *this));
-      if (validate) {
-        checkListenAddress(listener.address.address);
-        continue;
-      }
-      uint16_t port = listener.address.port;
-      for (uint32_t i = 0; i < options_.concurrency; i++) {
-        uint16_t bound = 0;
-        // The first socket may pick the port (port 0); the others join it with SO_REUSEPORT.
-        int fd = bindListenSocket(listener.address.address, port, &bound);
-        port = bound;
-        workers_[i]->addListener(fd, *factories_.back(), listener.per_connection_buffer_limit_bytes);
-      }
-      factories_.back()->setListenerAddress(listener.address.address, port);
-      MOE_LOG(Info, "main", "listener %s bound to %s:%u", listener.name.c_str(),
-              listener.address.address.c_str(), static_cast<unsigned>(port));
-    }
+    startResources(config, validate);
     if (validate) return;
-
-    // http_parser's own header limit (HTTP_MAX_HEADER_SIZE, 80 KiB, counting the request line
-    // and CRLFs) is process-wide; keep it above every listener's max_request_headers_kb so the
-    // codec's Envoy-style count decides (431), not the parser.
-    uint32_t parser_limit = 80 * 1024;
-    for (auto& f : factories_) parser_limit = std::max(parser_limit, f->maxRequestHeadersBytes() * 2 + 8192);
-    http_parser_set_max_header_size(parser_limit);
 
     if (config.admin.has_value()) {
       AdminServer::Hooks hooks;
@@ -240,6 +167,35 @@ public:
   }
 
 private:
+  // Static clusters exist; now CDS, the static listeners, then LDS, in Envoy's order
+  // (cluster manager init before listeners; each file is read once now and again when a new
+  // one is moved into place: xds.h, listener_manager.h). A listener or RDS table loaded by a
+  // subscription may be rejected without stopping the server, as in Envoy. Validation binds no
+  // listener and reads no LDS or CDS file (Envoy's ValidationClusterManagerFactory::createCds
+  // throws its CDS subscription away; RDS files of static listeners are read).
+  void startResources(const bootstrap::Bootstrap& config, bool validate) {
+    file_watcher_ = std::make_unique<FileWatcher>(*main_);
+    xdsContext().watcher = file_watcher_.get();
+    xdsContext().bootstrap_path = endsWith(options_.config_path, ".json") ? "" : options_.config_path;
+    const auto& dr = config.dynamic_resources;
+    if (dr.cds && !validate) {
+      cds_ = std::make_unique<FilesystemSubscription>(
+          *file_watcher_, *dr.cds, "cds", "cluster_manager.cds.", xdsContext().bootstrap_path,
+          [this](const bootstrap::Resources& r) { return cluster_manager_->onCdsUpdate(r.clusters); });
+      cds_->start();
+    }
+    std::vector<Worker*> workers;
+    for (auto& w : workers_) workers.push_back(w.get());
+    listener_manager_ = std::make_unique<ListenerManager>(*this, std::move(workers), options_.drain_time_ms, validate);
+    for (auto& listener : config.listeners) listener_manager_->addStaticListener(listener);
+    if (dr.lds && !validate) {
+      lds_ = std::make_unique<FilesystemSubscription>(
+          *file_watcher_, *dr.lds, "lds", "listener_manager.lds.", xdsContext().bootstrap_path,
+          [this](const bootstrap::Resources& r) { return listener_manager_->onLdsUpdate(r.listeners); });
+      lds_->start();
+    }
+  }
+
   static void onReopenSignal(evutil_socket_t, short, void*) {
     MOE_LOG(Info, "main", "caught SIGUSR1. Reopening access logs.");
     accessLogManager().reopen();
@@ -310,7 +266,9 @@ private:
   std::unique_ptr<DispatcherImpl> main_;
   std::vector<std::unique_ptr<Worker>> workers_;
   std::unique_ptr<ClusterManagerImpl> cluster_manager_;
-  std::vector<std::unique_ptr<HttpConnectionManagerFactory>> factories_;
+  std::unique_ptr<FileWatcher> file_watcher_;
+  std::unique_ptr<FilesystemSubscription> cds_, lds_;
+  std::unique_ptr<ListenerManager> listener_manager_;
   std::unique_ptr<AdminServer> admin_;
   std::atomic<bool> draining_{false};
   bool workers_started_ = false;

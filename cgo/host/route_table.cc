@@ -150,12 +150,13 @@ bool RouteTable::routeMatches(const CompiledRoute& cr, const HeaderMap& headers)
   return true;
 }
 
-MatchedRouteConstSharedPtr RouteTable::route(const HeaderMap& headers) const {
+MatchedRouteConstSharedPtr RouteTable::route(const HeaderMap& headers, std::shared_ptr<const void> owner) const {
   const CompiledVirtualHost* cvh = findVirtualHost(headers);
   if (cvh == nullptr) return nullptr;
   for (auto& cr : cvh->routes) {
     if (!routeMatches(cr, headers)) continue;
     auto out = std::make_shared<MatchedRoute>();
+    out->owner = std::move(owner);
     out->route_config = &config_;
     out->virtual_host = cvh->vhost;
     out->route = cr.route;

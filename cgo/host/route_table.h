@@ -1,7 +1,7 @@
 // route_table: Envoy's RouteMatcher reduced to what the compiled bootstrap carries
 // (source/common/router/config_impl.cc): virtual host by :authority, first matching route,
-// cluster choice, and the per-filter config chain. Built once per listener; immutable and
-// shared by all workers afterwards.
+// cluster choice, and the per-filter config chain. Built once per route table version;
+// immutable and shared by all workers afterwards.
 #pragma once
 #include <memory>
 #include <regex>
@@ -22,6 +22,9 @@ struct MatchedRoute {
   const bootstrap::Route* route = nullptr;
   // For route actions: the cluster picked (cluster, cluster_header value, or weighted choice).
   std::string cluster_name;
+  // Keeps the route table version the pointers above point into alive while the match is
+  // used (a stream's snapped route config, route_config_provider.h).
+  std::shared_ptr<const void> owner;
 
   // The header lists of the route configuration, virtual host and route (never null).
   const HeaderParsers* route_config_headers = nullptr;
@@ -50,7 +53,8 @@ public:
   explicit RouteTable(const bootstrap::RouteConfiguration& config);
 
   // nullptr when no virtual host or no route matches (the router answers 404).
-  MatchedRouteConstSharedPtr route(const HeaderMap& headers) const;
+  // owner is stored in the match (MatchedRoute::owner).
+  MatchedRouteConstSharedPtr route(const HeaderMap& headers, std::shared_ptr<const void> owner = nullptr) const;
 
 private:
   struct CompiledRoute {

@@ -191,7 +191,7 @@ FilterHeadersStatus RouterFilter::decodeHeaders(HeaderMap& headers, bool end_str
   const bootstrap::RouteAction& action = *route_->route->route;
   cluster_ = route_->cluster_name.empty() ? nullptr : cm_.get(route_->cluster_name);
   if (cluster_ == nullptr) {
-    // Unknown cluster (a cluster_header naming no cluster, too) -> the route's
+    // router.cc:566-575: unknown cluster (a cluster_header naming no cluster, too) -> the route's
     // cluster_not_found_response_code (503 by default), empty body, flag NC.
     info.addResponseFlag("NC");
     sendLocalReply(static_cast<int>(action.cluster_not_found_response_code), "", "cluster_not_found");

@@ -84,7 +84,7 @@ private:
   ClusterManager& cm_;
   StreamDecoderFilterCallbacks* callbacks_ = nullptr;
   MatchedRouteConstSharedPtr route_;
-  Cluster* cluster_ = nullptr;
+  ClusterSharedPtr cluster_; // held while the request uses it (CDS may replace it meanwhile)
   HeaderMap* downstream_headers_ = nullptr;
   const HeaderMap* downstream_trailers_ = nullptr;
   std::unique_ptr<Attempt> attempt_;

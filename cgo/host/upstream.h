@@ -121,12 +121,16 @@ public:
                                         bool override_strict) = 0;
 };
 
+using ClusterSharedPtr = std::shared_ptr<Cluster>;
+
 class ClusterManager {
 public:
   virtual ~ClusterManager() = default;
-  virtual Cluster* get(const std::string& name) = 0; // nullptr when unknown
-  // Every cluster, in bootstrap order.
-  virtual std::vector<Cluster*> all() = 0;
+  // nullptr when unknown. Thread-safe; the caller keeps the cluster alive while it uses it (a
+  // CDS update may remove or replace it meanwhile, as in Envoy).
+  virtual ClusterSharedPtr get(const std::string& name) = 0;
+  // Every cluster now: static ones in bootstrap order, then CDS ones as added. Thread-safe.
+  virtual std::vector<ClusterSharedPtr> all() = 0;
 };
 
 } // namespace moe

@@ -91,16 +91,64 @@ Worker::~Worker() {
   }
 }
 
-void Worker::addListener(int listen_fd, HttpConnectionManagerFactory& factory, uint32_t read_limit_bytes) {
-  auto slot = std::make_unique<ListenerSlot>();
-  slot->worker = this;
-  slot->factory = &factory;
-  slot->read_limit_bytes = read_limit_bytes;
-  // backlog 0: the socket is already listening (bindListenSocket).
-  slot->listener = evconnlistener_new(dispatcher_->base(), &Worker::onAccept, slot.get(),
-                                      LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 0, listen_fd);
-  if (slot->listener == nullptr) throw std::runtime_error("evconnlistener_new failed");
-  listeners_.push_back(std::move(slot));
+void Worker::addListener(uint64_t tag, int listen_fd, std::shared_ptr<HttpConnectionManagerFactory> factory,
+                         uint32_t read_limit_bytes) {
+  dispatcher_->post([this, tag, listen_fd, factory = std::move(factory), read_limit_bytes]() mutable {
+    auto slot = std::make_unique<ListenerSlot>();
+    slot->worker = this;
+    slot->tag = tag;
+    slot->factory = std::move(factory);
+    slot->read_limit_bytes = read_limit_bytes;
+    // backlog 0: the socket is already listening (bindListenSocket).
+    slot->listener = evconnlistener_new(dispatcher_->base(), &Worker::onAccept, slot.get(),
+                                        LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 0, listen_fd);
+    if (slot->listener == nullptr) {
+      MOE_LOG(Error, "main", "worker %u: evconnlistener_new failed", id_);
+      close(listen_fd);
+      return;
+    }
+    // Graceful stop already began: this socket never accepts.
+    if (server_.draining()) {
+      evconnlistener_free(slot->listener);
+      slot->listener = nullptr;
+    }
+    listeners_.push_back(std::move(slot));
+  });
+}
+
+void Worker::updateListener(uint64_t tag, std::shared_ptr<HttpConnectionManagerFactory> factory,
+                            uint32_t read_limit_bytes) {
+  dispatcher_->post([this, tag, factory = std::move(factory), read_limit_bytes]() mutable {
+    for (auto& l : listeners_) {
+      if (l->tag == tag) {
+        l->factory = std::move(factory);
+        l->read_limit_bytes = read_limit_bytes;
+        return;
+      }
+    }
+  });
+}
+
+void Worker::removeListener(uint64_t tag) {
+  dispatcher_->post([this, tag] {
+    for (auto it = listeners_.begin(); it != listeners_.end(); ++it) {
+      if ((*it)->tag == tag) {
+        if ((*it)->listener != nullptr) evconnlistener_free((*it)->listener);
+        listeners_.erase(it);
+        return;
+      }
+    }
+  });
+}
+
+void Worker::closeConnections(const HttpConnectionManagerFactory* factory) {
+  dispatcher_->post([this, factory] {
+    std::vector<ServerConnection*> victims;
+    for (auto& [c, f] : connections_) {
+      if (f == factory) victims.push_back(c);
+    }
+    for (auto* c : victims) c->closeNow();
+  });
 }
 
 void Worker::start() {
@@ -138,7 +186,7 @@ void Worker::accept(ListenerSlot& slot, int fd) {
           info.remote_str.c_str());
   ServerConnection* conn = ServerConnection::create(*dispatcher_, fd, info, *slot.factory, server_, slot.read_limit_bytes,
                                                     [this](ServerConnection* c) { connections_.erase(c); });
-  connections_.insert(conn);
+  connections_[conn] = slot.factory.get();
 }
 
 void Worker::stopListening() {
@@ -154,7 +202,8 @@ void Worker::stopListening() {
 
 void Worker::drainConnections() {
   dispatcher_->post([this] {
-    std::vector<ServerConnection*> snapshot(connections_.begin(), connections_.end());
+    std::vector<ServerConnection*> snapshot;
+    for (auto& [c, f] : connections_) snapshot.push_back(c);
     for (auto* c : snapshot) c->onDrain();
   });
 }

@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 #include <thread>
-#include <unordered_set>
+#include <unordered_map>
 #include <vector>
 
 #include "dispatcher_impl.h"
@@ -29,9 +29,20 @@ public:
   ~Worker();
 
   DispatcherImpl& dispatcher() { return *dispatcher_; }
-  // Before start(): accept connections on listen_fd (owned from now on) for factory;
-  // read_limit_bytes is the listener's per_connection_buffer_limit_bytes.
-  void addListener(int listen_fd, HttpConnectionManagerFactory& factory, uint32_t read_limit_bytes);
+  // Thread-safe (posted; before start() it runs when the loop starts): accept connections on
+  // listen_fd (owned from now on) for factory; read_limit_bytes is the listener's
+  // per_connection_buffer_limit_bytes. tag names the socket for the calls below.
+  void addListener(uint64_t tag, int listen_fd, std::shared_ptr<HttpConnectionManagerFactory> factory,
+                   uint32_t read_limit_bytes);
+  // Thread-safe: connections accepted from now on on tag's socket go to factory (a listener
+  // update that keeps the address; connections already open keep theirs).
+  void updateListener(uint64_t tag, std::shared_ptr<HttpConnectionManagerFactory> factory,
+                      uint32_t read_limit_bytes);
+  // Thread-safe: stops accepting on tag's socket and closes it.
+  void removeListener(uint64_t tag);
+  // Thread-safe: closes the connections that factory serves, now (the end of a listener
+  // drain: Envoy closes what is still open on a removed filter chain).
+  void closeConnections(const HttpConnectionManagerFactory* factory);
   void start();
   // Thread-safe. Closes the listen sockets (graceful stop, first step).
   void stopListening();
@@ -44,7 +55,8 @@ public:
 private:
   struct ListenerSlot {
     Worker* worker;
-    HttpConnectionManagerFactory* factory;
+    uint64_t tag;
+    std::shared_ptr<HttpConnectionManagerFactory> factory;
     uint32_t read_limit_bytes;
     evconnlistener* listener;
   };
@@ -55,7 +67,8 @@ private:
   const Server& server_;
   std::unique_ptr<DispatcherImpl> dispatcher_;
   std::vector<std::unique_ptr<ListenerSlot>> listeners_;
-  std::unordered_set<ServerConnection*> connections_;  // worker thread only
+  // Open connections and the factory each was accepted for (worker thread only).
+  std::unordered_map<ServerConnection*, const HttpConnectionManagerFactory*> connections_;
   std::thread thread_;
 };
 

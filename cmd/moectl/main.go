@@ -17,7 +17,6 @@ import (
 
 	"github.com/moeproxy/moe/cmd/moectl/internal/plugincheck"
 	"github.com/moeproxy/moe/cmd/moectl/internal/pluginconfig"
-	"github.com/moeproxy/moe/cmd/moectl/validate"
 )
 
 // compile checks plugin configs with the framework's registry (every plugin of the bundle
@@ -25,7 +24,6 @@ import (
 func init() { plugincheck.Validate = pluginconfig.Validate }
 
 func main() {
-	validate.RunChildIfRequested()
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
@@ -75,7 +73,7 @@ moe-host, and renders Istio EnvoyFilters from short policy files.`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return fmt.Errorf("%s: %w", c.CommandPath(), err)
 	})
-	root.AddCommand(newValidateCmd(), newCompileCmd(), newRenderCmd(), newVersionCmd())
+	root.AddCommand(newValidateCmd(), newCompileCmd(), newRenderCmd(), newPluginsCmd(), newSchemaCmd(), newVersionCmd())
 	return root
 }
 

@@ -12,12 +12,6 @@ import (
 	"github.com/moeproxy/moe/cmd/moectl/validate"
 )
 
-// The plugin check's Init runs in a child process: this test binary plays moectl.
-func TestMain(m *testing.M) {
-	validate.RunChildIfRequested()
-	os.Exit(m.Run())
-}
-
 // example exercises compile's coverage with a placeholder plugin "x", unknown to the
 // registry: tests using it skip the plugin check.
 const example = "internal/compile/testdata/envoy.yaml"

@@ -63,9 +63,6 @@ istio/envoyfilter-gateway.yaml's patches.`,
 			}
 			name := "rendered from " + args[0]
 			rep := validate.Bytes(name, y, opts)
-			for _, n := range rep.Notes {
-				fmt.Fprintf(cmd.ErrOrStderr(), "moectl: note: %s\n", n)
-			}
 			for _, f := range rep.Files[0].Findings {
 				fmt.Fprintln(cmd.ErrOrStderr(), f.String())
 			}

@@ -85,15 +85,12 @@ Exit status: 0 when no errors (warnings allowed), 1 when any error, 2 on usage e
 	f.BoolVarP(&quiet, "quiet", "q", false, "print problems only, no summary lines")
 	f.BoolVar(&opts.SkipLibraryCheck, "skip-library-check", false, "do not warn about a golang filter library_path missing on this machine")
 	f.BoolVar(&opts.SkipPluginCheck, "skip-plugin-check", false, "do not check moe plugin configs")
-	f.BoolVar(&opts.NoPluginInit, "no-plugin-init", false, "check plugin configs by decoding and Validate() only, without their Init")
+	f.BoolVar(&opts.NoPluginInit, "no-plugin-init", false, "check plugin configs by decoding and Validate() only, without their Init (which runs in check-only mode)")
 	return c
 }
 
 func printReport(cmd *cobra.Command, rep *validate.Report, quiet bool) {
 	out, errw := cmd.OutOrStdout(), cmd.ErrOrStderr()
-	for _, n := range rep.Notes {
-		fmt.Fprintf(errw, "moectl: note: %s\n", n)
-	}
 	for _, fr := range rep.Files {
 		for _, f := range fr.Findings {
 			fmt.Fprintln(errw, f.String())

@@ -344,7 +344,6 @@ func moectlValidate(t *testing.T, name string, g generated, minPluginConfigs int
 				Message  string `json:"message"`
 			} `json:"findings"`
 		} `json:"files"`
-		Notes []string `json:"notes"`
 	}
 	if jerr := json.Unmarshal(stdout.Bytes(), &rep); jerr != nil || len(rep.Files) != 1 {
 		t.Fatalf("moectl validate: %v %v\n%s", err, jerr, stderr.String())
@@ -363,8 +362,8 @@ func moectlValidate(t *testing.T, name string, g generated, minPluginConfigs int
 	if n := rep.Files[0].PluginConfigs; n < minPluginConfigs {
 		t.Errorf("moectl validate checked %d moe plugin configs in istiod's %s config, want >= %d", n, name, minPluginConfigs)
 	}
-	t.Logf("%s: %d resources, %d moe plugin configs, %d warnings (Istio proxy extensions), notes %v",
-		name, len(msgs), rep.Files[0].PluginConfigs, warnings, rep.Notes)
+	t.Logf("%s: %d resources, %d moe plugin configs, %d warnings (Istio proxy extensions)",
+		name, len(msgs), rep.Files[0].PluginConfigs, warnings)
 }
 
 // deployment finds the Deployment named name in rendered manifests, decoded strictly.

@@ -1,10 +1,10 @@
-package all_test
+package all
 
 import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -22,13 +22,16 @@ import (
 
 var requiredSections = []string{"Attributes", "Configuration", "Example", "Metrics", "Failure behaviour", "Cost"}
 
-var requiredAttributes = []string{"phase", "may block", "body", "order"}
+var requiredAttributes = []string{"phase", "may block", "body", "order", "like"}
 
 const configHeader = "| field | type | default | required | validation | description |"
 
 func TestEveryPluginREADMEMatchesItsConfig(t *testing.T) {
 	root := hosttest.RepoRoot(t)
-	readmes := pluginREADMEs(t, filepath.Join(root, "plugins"))
+	readmes, err := findREADMEs(filepath.Join(root, "plugins"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, name := range registry.Names() {
 		t.Run(name, func(t *testing.T) {
 			path, ok := readmes[name]
@@ -36,7 +39,10 @@ func TestEveryPluginREADMEMatchesItsConfig(t *testing.T) {
 				t.Fatalf("no README.md under plugins/ starts with %q", "# "+name)
 			}
 			p, _ := registry.Get(name)
-			doc := parseREADME(t, path)
+			doc, err := readREADME(path)
+			if err != nil {
+				t.Fatal(err)
+			}
 			checkSections(t, doc)
 			checkAttributes(t, doc)
 			var fields []config.FieldInfo
@@ -56,60 +62,7 @@ func TestEveryPluginREADMEMatchesItsConfig(t *testing.T) {
 	}
 }
 
-type readme struct {
-	path     string
-	order    []string            // "## " headings in order
-	sections map[string][]string // heading -> lines
-}
-
-// pluginREADMEs maps "# <name>" titles of READMEs under dir to their paths.
-func pluginREADMEs(t *testing.T, dir string) map[string]string {
-	out := map[string]string{}
-	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() || d.Name() != "README.md" {
-			return err
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		first, _, _ := strings.Cut(string(b), "\n")
-		if name, ok := strings.CutPrefix(first, "# "); ok {
-			out[strings.TrimSpace(name)] = path
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-func parseREADME(t *testing.T, path string) *readme {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc := &readme{path: path, sections: map[string][]string{}}
-	cur := ""
-	inCode := false
-	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, "```") {
-			inCode = !inCode
-		}
-		if h, ok := strings.CutPrefix(line, "## "); ok && !inCode {
-			cur = strings.TrimSpace(h)
-			doc.order = append(doc.order, cur)
-			continue
-		}
-		if cur != "" {
-			doc.sections[cur] = append(doc.sections[cur], line)
-		}
-	}
-	return doc
-}
-
-func checkSections(t *testing.T, doc *readme) {
+func checkSections(t *testing.T, doc *readmeDoc) {
 	t.Helper()
 	at := -1
 	for _, want := range requiredSections {
@@ -125,24 +78,18 @@ func checkSections(t *testing.T, doc *readme) {
 	}
 }
 
-func checkAttributes(t *testing.T, doc *readme) {
+func checkAttributes(t *testing.T, doc *readmeDoc) {
 	t.Helper()
-	rows := table(doc.sections["Attributes"])
-	seen := map[string]bool{}
-	for _, r := range rows {
-		if len(r) >= 2 {
-			seen[strings.Trim(r[0], "* ")] = true
-		}
-	}
+	attrs := doc.attributes()
 	for _, a := range requiredAttributes {
-		if !seen[a] {
+		if attrs[a] == "" {
 			t.Errorf("%s: Attributes table has no %q row", doc.path, a)
 		}
 	}
 }
 
 // checkTable compares the first table of a section with the fields.
-func checkTable(t *testing.T, doc *readme, section string, fields []config.FieldInfo) {
+func checkTable(t *testing.T, doc *readmeDoc, section string, fields []config.FieldInfo) {
 	t.Helper()
 	lines, ok := doc.sections[section]
 	if !ok {
@@ -155,15 +102,8 @@ func checkTable(t *testing.T, doc *readme, section string, fields []config.Field
 		}
 		return
 	}
-	header := ""
-	for _, l := range lines {
-		if strings.HasPrefix(strings.TrimSpace(l), "|") {
-			header = normalizeRow(l)
-			break
-		}
-	}
-	if header != configHeader {
-		t.Errorf("%s: %s table header is %q, want %q", doc.path, section, header, configHeader)
+	if header := tableHeader(lines); header != configHeader {
+		t.Errorf("%s: %s table header is %q, want %q", doc.path, section, tableHeader(lines), configHeader)
 		return
 	}
 	documented := map[string]string{}
@@ -197,63 +137,39 @@ func checkTable(t *testing.T, doc *readme, section string, fields []config.Field
 	}
 }
 
-// table returns the body rows (after the header and separator) of the first
-// markdown table in lines, cells trimmed; "\|" inside a cell is kept.
-func table(lines []string) [][]string {
-	var rows [][]string
-	started := false
-	for _, l := range lines {
-		l = strings.TrimSpace(l)
-		if !strings.HasPrefix(l, "|") {
-			if started {
-				break
-			}
-			continue
-		}
-		cells := splitRow(l)
-		if !started {
-			started = true // the header row
-			continue
-		}
-		if separator.MatchString(strings.Join(cells, "|")) {
-			continue
-		}
-		rows = append(rows, cells)
-	}
-	return rows
-}
-
-var separator = regexp.MustCompile(`^(:?-+:?\|?)+$`)
-
-// splitRow splits a table row on "|"; "\|" is a literal pipe inside a cell.
-func splitRow(l string) []string {
-	l = strings.TrimSpace(l)
-	l = strings.TrimPrefix(l, "|")
-	l = strings.TrimSuffix(l, "|")
-	var out []string
-	var cell strings.Builder
-	for i := 0; i < len(l); i++ {
-		switch {
-		case l[i] == '\\' && i+1 < len(l) && l[i+1] == '|':
-			cell.WriteByte('|')
-			i++
-		case l[i] == '|':
-			out = append(out, strings.TrimSpace(cell.String()))
-			cell.Reset()
-		default:
-			cell.WriteByte(l[i])
-		}
-	}
-	return append(out, strings.TrimSpace(cell.String()))
-}
-
-func normalizeRow(l string) string {
-	return "| " + strings.Join(splitRow(l), " | ") + " |"
-}
-
 func TestSplitRowKeepsEscapedPipes(t *testing.T) {
 	got := fmt.Sprint(splitRow("| `empty_key` | `shared` \\| `reject` | x |"))
 	if got != "[`empty_key` `shared` | `reject` x]" {
 		t.Fatal(got)
+	}
+}
+
+// The generated catalogue (catalog_gen.go, which moectl plugins and schema
+// read, and the root README's plugin tables) matches the registry and the
+// READMEs: edit those and run go generate ./plugins/all.
+func TestCatalogueIsFresh(t *testing.T) {
+	root := hosttest.RepoRoot(t)
+	entries, err := BuildCatalog(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(entries, Catalog) {
+		t.Errorf("plugins/all/catalog_gen.go is stale: run go generate ./plugins/all")
+	}
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := ReplaceCatalogue(string(readme), entries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want != string(readme) {
+		t.Errorf("README.md's plugin catalogue is stale: run go generate ./plugins/all")
+	}
+	for _, e := range entries {
+		if e.Description == "" {
+			t.Errorf("plugin %s registers no Description (the catalogue's \"what\")", e.Name)
+		}
 	}
 }

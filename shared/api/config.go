@@ -51,6 +51,12 @@ type ConfigEnv interface {
 	// plugins that registered no credential type. Auth plugins index them next to
 	// their own consumer list (shared/consumer.Collect).
 	Consumers() []ConsumerCredential
+	// CheckOnly is true when the config is only being checked (moectl validate):
+	// Init must make every check it makes for real, but start no goroutine,
+	// open no connection, listener or file for writing, create nothing on disk
+	// and register nothing process-wide; the config is destroyed right after
+	// (Destroy must cope with what Init skipped).
+	CheckOnly() bool
 }
 
 // FieldError names a config field and why its value is wrong. The framework

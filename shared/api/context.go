@@ -44,6 +44,8 @@ type Context interface {
 	// Consumer is the authenticated consumer, nil until an auth plugin sets it.
 	Consumer() *Consumer
 	// SetConsumer is called by auth plugins once the caller is authenticated.
+	// Consumers are shared by the requests they identify and must not be
+	// changed once set (the framework caches what it derives from them).
 	SetConsumer(c *Consumer)
 
 	// GetState/SetState is a per-request key/value store shared by all plugins.

@@ -73,7 +73,23 @@ func CheckChain(raw []byte, isRoute bool) error {
 	return err
 }
 
+// CheckChainFull is ParseChain in check-only mode (every plugin's Init runs
+// with ConfigEnv.CheckOnly, starting nothing), the result destroyed: every
+// check the framework and the plugins make, for offline tools.
+func CheckChainFull(raw []byte, isRoute bool) error {
+	cc, err := parseChainMode(raw, isRoute, true, true)
+	if cc != nil {
+		destroyConfigs(cc.Entries)
+		cc.Consumers.Destroy()
+	}
+	return err
+}
+
 func parseChain(raw []byte, isRoute, initialize bool) (*ChainConfig, error) {
+	return parseChainMode(raw, isRoute, initialize, false)
+}
+
+func parseChainMode(raw []byte, isRoute, initialize, checkOnly bool) (*ChainConfig, error) {
 	var l rawChain
 	if err := DecodeStrict(raw, &l); err != nil {
 		return nil, wrap("", "", err)
@@ -97,13 +113,13 @@ func parseChain(raw []byte, isRoute, initialize bool) (*ChainConfig, error) {
 		return nil, err
 	}
 	for i, re := range l.Plugins {
-		e, err := decodeEntry(re, plugins[i], fmt.Sprintf("plugins[%d]", i), "", env{plugin: re.Name, route: isRoute, consumers: cc.Consumers.forPlugin(re.Name)}, initialize)
+		e, err := decodeEntry(re, plugins[i], fmt.Sprintf("plugins[%d]", i), "", env{plugin: re.Name, route: isRoute, consumers: cc.Consumers.forPlugin(re.Name), checkOnly: checkOnly}, initialize)
 		if err != nil {
 			return nil, err
 		}
 		cc.Entries = append(cc.Entries, e)
 	}
-	if err := cc.Consumers.parsePlugins(initialize); err != nil {
+	if err := cc.Consumers.parsePlugins(initialize, checkOnly); err != nil {
 		return nil, err
 	}
 	ok = true

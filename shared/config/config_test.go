@@ -324,3 +324,35 @@ func TestParseRefusesAFilterThatBreaksTheContract(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+type checkOnlySpy struct{ sawCheckOnly, destroyed bool }
+
+var lastSpy *checkOnlySpy
+
+func (c *checkOnlySpy) Init(env api.ConfigEnv) error {
+	c.sawCheckOnly = env.CheckOnly()
+	lastSpy = c
+	return nil
+}
+func (c *checkOnlySpy) Destroy() { c.destroyed = true }
+
+// moectl's full check runs Init in check-only mode and destroys the config.
+func TestFullChecksRunInitInCheckOnlyModeAndDestroy(t *testing.T) {
+	registry.Register(registry.Plugin{Name: "cfg-checkonly", NewConfig: func() any { return &checkOnlySpy{} }, Factory: nopFactory})
+	t.Cleanup(func() { registry.Unregister("cfg-checkonly") })
+	if err := config.CheckChainFull([]byte(`{"plugins":[{"name":"cfg-checkonly"}]}`), false); err != nil {
+		t.Fatal(err)
+	}
+	if lastSpy == nil || !lastSpy.sawCheckOnly || !lastSpy.destroyed {
+		t.Fatalf("chain: %+v", lastSpy)
+	}
+	lastSpy = nil
+	p, _ := registry.Get("cfg-checkonly")
+	if err := config.CheckPluginFull(p, []byte(`{}`), false); err != nil || !lastSpy.sawCheckOnly || !lastSpy.destroyed {
+		t.Fatalf("plugin: %v %+v", err, lastSpy)
+	}
+	lastSpy = nil
+	if _, err := config.ParseChain([]byte(`{"plugins":[{"name":"cfg-checkonly"}]}`), false); err != nil || lastSpy.sawCheckOnly {
+		t.Fatalf("a real parse in check-only mode: %v %+v", err, lastSpy)
+	}
+}

@@ -151,7 +151,7 @@ func parseConsumers(list []rawConsumer, chain []*registry.Plugin, initialize boo
 // auth plugin cannot be one (it would have to run before the consumer it
 // identifies is known), nor can a BeforeRoute plugin (the route is chosen
 // before the consumer is known).
-func (cs *Consumers) parsePlugins(initialize bool) error {
+func (cs *Consumers) parsePlugins(initialize, checkOnly bool) error {
 	if cs == nil {
 		return nil
 	}
@@ -167,7 +167,7 @@ func (cs *Consumers) parsePlugins(initialize bool) error {
 			if p.NewCredential != nil {
 				return &Error{Plugin: re.Name, Field: at, Reason: "an auth plugin cannot be a per-consumer plugin: it runs before the consumer is known"}
 			}
-			e, err := decodeEntry(re, p, at, at+".config", env{plugin: re.Name, route: true}, initialize)
+			e, err := decodeEntry(re, p, at, at+".config", env{plugin: re.Name, route: true, checkOnly: checkOnly}, initialize)
 			if err != nil {
 				return err
 			}

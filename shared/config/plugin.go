@@ -14,6 +14,7 @@ type env struct {
 	plugin    string
 	route     bool
 	consumers []api.ConsumerCredential
+	checkOnly bool
 }
 
 func (e env) PluginName() string                  { return e.plugin }
@@ -21,6 +22,7 @@ func (e env) IsRoute() bool                       { return e.route }
 func (e env) Metrics() api.Metrics                { return metrics.ForPlugin(e.plugin) }
 func (e env) Log() api.Logger                     { return log.Plugin(e.plugin) }
 func (e env) Consumers() []api.ConsumerCredential { return e.consumers }
+func (e env) CheckOnly() bool                     { return e.checkOnly }
 
 // NewEnv is the api.ConfigEnv given to a plugin config's Init (without
 // chain-level consumers).
@@ -42,6 +44,16 @@ func DecodeEntry(p *registry.Plugin, raw []byte, isRoute bool) (Entry, error) {
 		return Entry{}, err
 	}
 	return Entry{Name: p.Name, Plugin: p, Config: cfg, Hooks: hooks, HasConfig: true}, nil
+}
+
+// CheckPluginFull checks a plugin's config the way the framework parses it,
+// Init included, in check-only mode (ConfigEnv.CheckOnly: Init starts
+// nothing), and destroys the result: every check a plugin makes, for offline
+// tools.
+func CheckPluginFull(p *registry.Plugin, raw []byte, isRoute bool) error {
+	cfg, _, err := decodePlugin(p, raw, env{plugin: p.Name, route: isRoute, checkOnly: true}, true)
+	destroyConfig(cfg)
+	return err
 }
 
 // CheckPlugin is DecodePlugin without Init: strict decode over the defaults,

@@ -103,16 +103,10 @@ func (h *host) counters(t testing.TB) map[string]int {
 	return m
 }
 
+// stat reads a counter whose name may carry a stat prefix.
 func (h *host) stat(t testing.TB, name string) int {
-	r, err := http.Get(h.AdminURL + "/stats")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Body.Close()
-	b, _ := io.ReadAll(r.Body)
-	for _, line := range strings.Split(string(b), "\n") {
-		k, v, ok := strings.Cut(line, ": ")
-		if ok && (k == name || strings.HasSuffix(k, "."+name)) {
+	for k, v := range h.Stats(t) {
+		if k == name || strings.HasSuffix(k, "."+name) {
 			n, _ := strconv.Atoi(strings.TrimSpace(v))
 			return n
 		}

@@ -235,3 +235,67 @@ func TestHeaderValuesDoesNotAllocate(t *testing.T) {
 		t.Errorf("4 Values calls: %v allocs per request, without them %v", four, none)
 	}
 }
+
+// passAll implements every hook and does nothing: the plugin of HTNN's filter
+// manager benchmarks (api.PassThroughFilter), for an equal-work comparison.
+type passAll struct{}
+
+func (passAll) OnReceive(api.Context, api.RequestHeaderMap, api.Buffer, api.HeaderMap) api.Status {
+	return api.Continue
+}
+func (passAll) Append(api.Context, api.ResponseHeaderMap, api.Buffer, api.HeaderMap) api.Status {
+	return api.Continue
+}
+func (passAll) OnReceiveData(api.Context, api.Buffer, bool) api.Status { return api.Continue }
+func (passAll) AppendData(api.Context, api.Buffer, bool) api.Status    { return api.Continue }
+func (passAll) Log(api.Context, api.RequestHeaderMap, api.ResponseHeaderMap, api.RequestInfo) {
+}
+
+// regularHooks is HTNN's "regular" plugin: request headers and the log only.
+type regularHooks struct{}
+
+func (regularHooks) OnReceive(api.Context, api.RequestHeaderMap, api.Buffer, api.HeaderMap) api.Status {
+	return api.Continue
+}
+func (regularHooks) Log(api.Context, api.RequestHeaderMap, api.ResponseHeaderMap, api.RequestInfo) {
+}
+
+// BenchmarkEqualWork mirrors mosn/htnn's api/pkg/filtermanager benchmarks
+// (run them beside this one in the same run to compare): the same calls per
+// request — DecodeHeaders, DecodeData, EncodeHeaders, EncodeData (each with
+// end of stream on the data), OnLog — plus the OnStreamComplete and OnDestroy
+// Envoy always makes, over the lean fake. "all-phases-sync" is
+// BenchmarkFilterManagerAllPhaseCanSyncRun, "all-phases-async"
+// BenchmarkFilterManagerAllPhase, "regular-async" BenchmarkFilterManagerRegular
+// (request headers in a goroutine, then the log); the N-plugin cases give the
+// cost per added plugin.
+func BenchmarkEqualWork(b *testing.B) {
+	streaming := api.Needs{RequestBody: api.StreamingBody, ResponseBody: api.StreamingBody}
+	async := streaming
+	async.MayBlock = api.BlockReceive | api.BlockSend
+	run := func(b *testing.B, cfg any, body bool) {
+		fb := fakeenvoy.NewBench(filtermanager.Factory, cfg)
+		fb.WithBody = body
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			if st := fb.Run(); st != envoy.Continue {
+				b.Fatalf("status %d", st)
+			}
+		}
+	}
+	chain := func(b *testing.B, n int, needs api.Needs, f any) any {
+		names := make([]string, n)
+		for i := range names {
+			names[i] = plugin(b, needs, f)
+		}
+		return mustChain(b, names...)
+	}
+	for _, n := range []int{1, 5, 10, 20} {
+		b.Run(fmt.Sprintf("all-phases-sync/%d", n), func(b *testing.B) { run(b, chain(b, n, streaming, passAll{}), true) })
+	}
+	b.Run("all-phases-async/1", func(b *testing.B) { run(b, chain(b, 1, async, passAll{}), true) })
+	b.Run("regular-async/1", func(b *testing.B) {
+		run(b, chain(b, 1, api.Needs{MayBlock: api.BlockReceive}, regularHooks{}), false)
+	})
+}

@@ -12,11 +12,11 @@ import (
 // Envoy in one Set when the phase ends (flushLocked).
 type bodyBuf struct {
 	s        *stream
-	kind     objKind
 	env      envoy.BufferInstance // nil: no Envoy buffer (empty last chunk, or none)
-	present  bool                 // a body (possibly empty) is available
-	writable bool
 	data     []byte
+	kind     objKind
+	present  bool // a body (possibly empty) is available
+	writable bool
 	loaded   bool // data holds the content
 	dirty    bool
 }

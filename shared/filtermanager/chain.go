@@ -116,6 +116,9 @@ type Chain struct {
 	// owned is true for chains parsed from a config (they own plugin configs and
 	// destroy them); merged chains share their parents' configs.
 	owned bool
+
+	// encoded caches consumers' filter-state JSON (shared_state.go).
+	encoded consumerEncodings
 }
 
 // Destroy implements Envoy's api.Config: called when Envoy drops the config.

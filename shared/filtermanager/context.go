@@ -35,31 +35,45 @@ type slot struct {
 	f     filters
 }
 
-// filter creates the plugin's filter on first use. The decode goroutine and the
-// worker thread (encode) may race to create it, hence the lock.
+// filter creates the plugin's filter on first use. Once a phase of the
+// request went to a goroutine, that goroutine and the worker thread (encode,
+// destroy) may race to create it, hence the lock; before that only the worker
+// thread runs this request's phases and no lock is needed.
 func (sl *slot) filter() *filters {
-	if sl.ready.Load() {
+	if sl.ready.Load() { // small enough to be inlined at every call
 		return &sl.f
 	}
+	return sl.firstUse()
+}
+
+func (sl *slot) firstUse() *filters {
 	s := sl.s
+	if !s.wentAsync {
+		sl.create()
+		return &sl.f
+	}
 	// A lock of its own (not s.mu): the factory and handler setters are plugin
 	// code and may call stream methods.
 	s.createMu.Lock()
 	defer s.createMu.Unlock()
 	if !sl.ready.Load() {
-		f := sl.p.factory(sl.p.config)
-		sl.f.f = f
-		sl.f.recv, _ = f.(api.ReceiverFilter)
-		sl.f.send, _ = f.(api.SenderFilter)
-		if hs, ok := f.(api.ReceiverHandlerSetter); ok {
-			hs.SetReceiveFilterHandler((*recvHandler)(sl))
-		}
-		if hs, ok := f.(api.SenderHandlerSetter); ok {
-			hs.SetSenderFilterHandler((*sendHandler)(sl))
-		}
-		sl.ready.Store(true)
+		sl.create()
 	}
 	return &sl.f
+}
+
+func (sl *slot) create() {
+	f := sl.p.factory(sl.p.config)
+	sl.f.f = f
+	sl.f.recv, _ = f.(api.ReceiverFilter)
+	sl.f.send, _ = f.(api.SenderFilter)
+	if hs, ok := f.(api.ReceiverHandlerSetter); ok {
+		hs.SetReceiveFilterHandler((*recvHandler)(sl))
+	}
+	if hs, ok := f.(api.SenderHandlerSetter); ok {
+		hs.SetSenderFilterHandler((*sendHandler)(sl))
+	}
+	sl.ready.Store(true)
 }
 
 var _ api.Context = (*slot)(nil)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/moeproxy/moe/shared/api"
 	"github.com/moeproxy/moe/shared/log"
+	"github.com/moeproxy/moe/shared/registry"
 )
 
 // The phase engine: run the plugins of one pass, on Envoy's worker thread
@@ -64,6 +65,9 @@ func (s *stream) run(d *side, k phaseKind, chunkEnd bool, from int) envoy.Status
 		}
 		from = end
 	}
+	if !s.wentAsync {
+		s.wentAsync = true // written once, by the worker thread, before any goroutine
+	}
 	go s.runAsync(d, k, chunkEnd, from)
 	return envoy.Running
 }
@@ -93,6 +97,8 @@ func (s *stream) runRange(d *side, k phaseKind, chunkEnd bool, from, to int) (ou
 		}
 	}()
 	p, _ := s.passOf(d, k)
+	// The chain changes only by a consumer switch, which ends this range.
+	ch := s.ch.Load()
 	for i := from; i < to; i++ {
 		idx, dataHook := p.at(i)
 		if k == kData {
@@ -129,7 +135,7 @@ func (s *stream) runRange(d *side, k phaseKind, chunkEnd bool, from, to int) (ou
 		}
 		// Leaving the BeforeRoute group: make Envoy see the changed headers and
 		// match the route again.
-		if d.decode && !dataHook && idx == s.ch.Load().lastBeforeRoute {
+		if d.decode && !dataHook && idx == ch.lastBeforeRoute {
 			s.routeBoundary()
 		}
 		if d.decode && k != kData && s.switchTo.Load() != nil {
@@ -155,13 +161,16 @@ func (s *stream) stopped(d *side, p *plugin) {
 	}
 }
 
-// chunkArg is the chunk for a data hook: the body (an empty chunk when the
-// request has trailers but no body).
+// chunkArg is the chunk for a data hook: the body the entry point attached
+// (an empty, read-only one with the trailers). In a whole-body pass without a
+// body (trailers only) a streaming plugin gets an empty chunk too.
 func (s *stream) chunkArg(d *side) api.Buffer {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if !d.body.present {
-		d.body.attachEmpty()
+		s.mu.Lock()
+		if !d.body.present {
+			d.body.attachEmpty()
+		}
+		s.mu.Unlock()
 	}
 	return &d.body
 }
@@ -271,8 +280,14 @@ func (s *stream) release(d *side, k phaseKind, out outcome) (reply *localReply, 
 	}()
 	reply = d.reply
 	d.reply = nil
-	d.replied.Store(false)
-	s.switchTo.Store(nil) // a consumer identified too late for its chain
+	// Atomic stores are costly (a locked exchange, a write barrier for the
+	// pointer) and these are almost always unset already.
+	if d.replied.Load() {
+		d.replied.Store(false)
+	}
+	if s.switchTo.Load() != nil {
+		s.switchTo.Store(nil) // a consumer identified too late for its chain
+	}
 	if s.destroyed {
 		return reply, st, false
 	}
@@ -335,30 +350,59 @@ func (s *stream) runLogs(haveReq, haveResp bool) {
 	if haveResp {
 		resp = &s.enc.headers
 	}
-	for _, idx := range s.chain().logs {
-		s.safeHook(idx, "Log", func(sl *slot) {
-			if l := sl.filter().logger(); l != nil {
-				l.Log(sl, req, resp, info)
-			}
-		})
+	logs := s.chain().logs
+	for i := 0; i < len(logs); i++ {
+		i = s.logsFrom(logs, i, req, resp, info)
 	}
 }
 
-// safeHook runs a log or destroy hook; a panic there is logged and counted but
-// cannot change the response any more.
-func (s *stream) safeHook(idx int, what string, fn func(*slot)) {
-	sl := &s.slots[idx]
-	p := sl.p
+// logsFrom runs the log hooks from position from on and returns where it
+// stopped: the end, or the hook that panicked (the caller goes on after it).
+// One deferred recover for the whole run, not one per hook.
+func (s *stream) logsFrom(logs []int, from int, req api.RequestHeaderMap, resp api.ResponseHeaderMap, info api.RequestInfo) (at int) {
 	defer func() {
 		if r := recover(); r != nil {
-			if api.IsStreamError(r) {
-				log.Printf(envoy.Debug, p.name, s.requestID(), "%s: %v", what, r)
-				return
-			}
-			panicsTotal.Inc(1)
-			p.panics.Inc(1)
-			log.Printf(envoy.Error, p.name, s.requestID(), "panic in %s: %v\n%s", what, r, debug.Stack())
+			s.hookPanicked(s.slots[logs[at]].p, "Log", r)
 		}
 	}()
-	fn(sl)
+	for at = from; at < len(logs); at++ {
+		sl := &s.slots[logs[at]]
+		if l := sl.filter().logger(); l != nil {
+			l.Log(sl, req, resp, info)
+		}
+	}
+	return at
+}
+
+// destroysFrom runs the OnDestroy hooks of slots from position from on, like
+// logsFrom. The filter is created here if the request never reached the
+// plugin, so OnDestroy runs exactly once per plugin and request.
+func (s *stream) destroysFrom(slots []slot, from int) (at int) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.hookPanicked(slots[at].p, "OnDestroy", r)
+		}
+	}()
+	for at = from; at < len(slots); at++ {
+		sl := &slots[at]
+		if !sl.p.hooks.Has(registry.HookDestroy) {
+			continue
+		}
+		if d := sl.filter().destroyer(); d != nil {
+			d.OnDestroy()
+		}
+	}
+	return at
+}
+
+// hookPanicked reports a panic in a log or destroy hook: logged and counted,
+// it cannot change the response any more.
+func (s *stream) hookPanicked(p *plugin, what string, r any) {
+	if api.IsStreamError(r) {
+		log.Printf(envoy.Debug, p.name, s.requestID(), "%s: %v", what, r)
+		return
+	}
+	panicsTotal.Inc(1)
+	p.panics.Inc(1)
+	log.Printf(envoy.Error, p.name, s.requestID(), "panic in %s: %v\n%s", what, r, debug.Stack())
 }

@@ -4,8 +4,6 @@ import (
 	"strconv"
 
 	envoy "github.com/envoyproxy/envoy/contrib/golang/common/go/api"
-
-	"github.com/moeproxy/moe/shared/registry"
 )
 
 // The Envoy entry points (envoy.StreamFilter). Each one attaches what Envoy
@@ -62,35 +60,29 @@ func (s *stream) EncodeData(b envoy.BufferInstance, endStream bool) envoy.Status
 }
 
 // onData: a buffered body is complete (whole-body pass), or a chunk goes to
-// the streaming plugins.
+// the streaming plugins. One lock: decide, enter the phase, attach the chunk.
 func (s *stream) onData(d *side, b envoy.BufferInstance, end bool) envoy.StatusType {
 	s.mu.Lock()
-	buffering := d.buffering
 	dir := d.dir(s.ch.Load())
-	streaming, max := len(dir.data.order) > 0, dir.maxBody
+	buffering, max := d.buffering, dir.maxBody
+	if (!buffering && len(dir.data.order) == 0) || s.failed || s.destroyed {
+		s.mu.Unlock()
+		return envoy.Continue
+	}
+	d.active = true
+	if buffering && max > 0 && b.Len() > max {
+		s.mu.Unlock()
+		return s.tooLarge(d, kWhole)
+	}
+	d.body.attach(b, true)
 	s.mu.Unlock()
 	if buffering {
-		if !s.enter(d) {
-			return envoy.Continue
-		}
-		if max > 0 && b.Len() > max {
-			return s.tooLarge(d, kWhole)
-		}
 		// !end means trailers follow. Envoy forwards this data before it hands
 		// the trailers to Go (and, when the trailers arrived while a phase was
 		// async, it only delivers them after this data continued), so whole-body
 		// plugins run now, with the body and without the trailers.
-		s.mu.Lock()
-		d.body.attach(b, true)
-		s.mu.Unlock()
 		return s.run(d, kWhole, end, 0)
 	}
-	if !streaming || !s.enter(d) {
-		return envoy.Continue
-	}
-	s.mu.Lock()
-	d.body.attach(b, true)
-	s.mu.Unlock()
 	return s.run(d, kData, end, 0)
 }
 
@@ -108,18 +100,15 @@ func (s *stream) onTrailers(d *side, t envoy.HeaderMap) envoy.StatusType {
 	s.mu.Lock()
 	d.trailers.attach(t, true)
 	buffering := d.buffering
-	streaming := len(d.dir(s.ch.Load()).data.order) > 0
-	s.mu.Unlock()
-	if buffering {
-		if !s.enter(d) {
-			return envoy.Continue
-		}
-		return s.run(d, kWhole, true, 0)
-	}
-	if !streaming || !s.enter(d) {
+	if (!buffering && len(d.dir(s.ch.Load()).data.order) == 0) || s.failed || s.destroyed {
+		s.mu.Unlock()
 		return envoy.Continue
 	}
-	s.mu.Lock()
+	d.active = true
+	if buffering {
+		s.mu.Unlock()
+		return s.run(d, kWhole, true, 0)
+	}
 	d.body.attachEmpty() // an empty, read-only last chunk
 	s.mu.Unlock()
 	return s.run(d, kData, true, 0)
@@ -190,16 +179,7 @@ func (s *stream) OnDestroy(envoy.DestroyReason) {
 	if !ch.destroys {
 		return
 	}
-	for i := range slots {
-		if !slots[i].p.hooks.Has(registry.HookDestroy) {
-			continue
-		}
-		// The filter is created here if the request never reached the plugin, so
-		// OnDestroy runs exactly once per plugin and request.
-		s.safeHook(i, "OnDestroy", func(sl *slot) {
-			if d := sl.filter().destroyer(); d != nil {
-				d.OnDestroy()
-			}
-		})
+	for i := 0; i < len(slots); i++ {
+		i = s.destroysFrom(slots, i)
 	}
 }

@@ -33,9 +33,37 @@ type headerMap struct {
 	routeDirty bool
 }
 
+// pendingWrites are the header changes not yet written to Envoy, in the
+// order first changed. A request changes a handful of headers at most, so a
+// short list (inline for four) is cheaper than a map, which cost a request
+// ~400 bytes for one header set.
 type pendingWrites struct {
-	m     map[string][]string // nil slice: deleted
-	order []string
+	list []pendingWrite
+	buf  [4]pendingWrite
+}
+
+type pendingWrite struct {
+	key    string
+	values []string // nil: deleted
+}
+
+func (w *pendingWrites) find(k string) ([]string, bool) {
+	for i := range w.list {
+		if w.list[i].key == k {
+			return w.list[i].values, true
+		}
+	}
+	return nil, false
+}
+
+func (w *pendingWrites) set(k string, vs []string) {
+	for i := range w.list {
+		if w.list[i].key == k {
+			w.list[i].values = vs
+			return
+		}
+	}
+	w.list = append(w.list, pendingWrite{key: k, values: vs})
 }
 
 // objKind names a header map or body in errors without storing a string per
@@ -77,7 +105,7 @@ func (h *headerMap) check(op string, write bool) error {
 
 func (h *headerMap) valuesLocked(k string) []string {
 	if h.w != nil {
-		if vs, ok := h.w.m[k]; ok {
+		if vs, ok := h.w.find(k); ok {
 			return vs
 		}
 	}
@@ -92,7 +120,7 @@ func (h *headerMap) Get(key string) (string, bool) {
 		panic(err)
 	}
 	if h.w != nil {
-		if vs, ok := h.w.m[k]; ok {
+		if vs, ok := h.w.find(k); ok {
 			if len(vs) == 0 {
 				return "", false
 			}
@@ -123,12 +151,10 @@ func (h *headerMap) Values(key string) []string {
 
 func (h *headerMap) setLocked(k string, vs []string) {
 	if h.w == nil {
-		h.w = &pendingWrites{m: make(map[string][]string, 4)}
+		h.w = &pendingWrites{}
+		h.w.list = h.w.buf[:0]
 	}
-	if _, seen := h.w.m[k]; !seen {
-		h.w.order = append(h.w.order, k)
-	}
-	h.w.m[k] = vs
+	h.w.set(k, vs)
 	h.routeDirty = true
 }
 
@@ -136,7 +162,7 @@ func (h *headerMap) changed(k string) bool {
 	if h.w == nil {
 		return false
 	}
-	_, ok := h.w.m[k]
+	_, ok := h.w.find(k)
 	return ok
 }
 
@@ -188,9 +214,9 @@ func (h *headerMap) snapshotLocked() []kv {
 		return true
 	})
 	if h.w != nil {
-		for _, k := range h.w.order {
-			for _, v := range h.w.m[k] {
-				out = append(out, kv{k, v})
+		for _, p := range h.w.list {
+			for _, v := range p.values {
+				out = append(out, kv{p.key, v})
 			}
 		}
 	}
@@ -231,8 +257,8 @@ func (h *headerMap) Len() int {
 		return true
 	})
 	if h.w != nil {
-		for _, k := range h.w.order {
-			if len(h.w.m[k]) > 0 {
+		for _, p := range h.w.list {
+			if len(p.values) > 0 {
 				n++
 			}
 		}
@@ -282,12 +308,12 @@ func equalValues(a, b []string) bool {
 // flushLocked writes pending changes to Envoy. It returns the number of SDK
 // write calls made (tests assert on it).
 func (h *headerMap) flushLocked() int {
-	if h.w == nil || len(h.w.order) == 0 || h.env == nil || !h.writable {
+	if h.w == nil || len(h.w.list) == 0 || h.env == nil || !h.writable {
 		return 0
 	}
 	writes := 0
-	for _, k := range h.w.order {
-		vs := h.w.m[k]
+	for _, p := range h.w.list {
+		k, vs := p.key, p.values
 		cur := h.env.Values(k)
 		if equalValues(cur, vs) {
 			continue
@@ -304,8 +330,8 @@ func (h *headerMap) flushLocked() int {
 			writes++
 		}
 	}
-	clear(h.w.m)
-	h.w.order = h.w.order[:0]
+	clear(h.w.list) // drop the strings for the GC
+	h.w.list = h.w.list[:0]
 	return writes
 }
 

@@ -57,14 +57,37 @@ func (i *reqInfo) ResponseCode() (c int) {
 	return c
 }
 
-func (i *reqInfo) DownstreamRemoteAddress() (a string) {
-	i.s().sdk("RequestInfo.DownstreamRemoteAddress", func() { a = i.cb.StreamInfo().DownstreamRemoteAddress() })
-	return a
+// The downstream addresses are fixed before the first filter runs (Envoy
+// settles the remote address, x-forwarded-for included, when the request
+// headers arrive), so each is read from Envoy once per request: several
+// plugins key on the client IP.
+func (i *reqInfo) DownstreamRemoteAddress() string {
+	return i.s().cachedAddr(&i.addrs.remote, "RequestInfo.DownstreamRemoteAddress", func() string {
+		return i.cb.StreamInfo().DownstreamRemoteAddress()
+	})
 }
 
-func (i *reqInfo) DownstreamLocalAddress() (a string) {
-	i.s().sdk("RequestInfo.DownstreamLocalAddress", func() { a = i.cb.StreamInfo().DownstreamLocalAddress() })
-	return a
+func (i *reqInfo) DownstreamLocalAddress() string {
+	return i.s().cachedAddr(&i.addrs.local, "RequestInfo.DownstreamLocalAddress", func() string {
+		return i.cb.StreamInfo().DownstreamLocalAddress()
+	})
+}
+
+// cachedAddr returns *slot, reading it with read (an SDK call) the first time.
+func (s *stream) cachedAddr(slot *string, op string, read func() string) string {
+	s.mu.Lock()
+	v := *slot
+	s.mu.Unlock()
+	if v != "" {
+		return v
+	}
+	s.sdk(op, func() {
+		if *slot == "" {
+			*slot = read()
+		}
+		v = *slot
+	})
+	return v
 }
 
 func (i *reqInfo) UpstreamHost() (a string) {

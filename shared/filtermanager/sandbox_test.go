@@ -341,3 +341,24 @@ func TestConcurrentRequestsShareTheChainSafely(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// A log or destroy hook that panics is counted and skipped: the hooks of the
+// plugins after it still run, each exactly once.
+func TestPanickingLogOrDestroyHookDoesNotSkipTheOthers(t *testing.T) {
+	var logs, destroys atomic.Int32
+	boomLog := plugin(t, api.Needs{}, logF{func(api.Context, api.RequestHeaderMap, api.ResponseHeaderMap, api.RequestInfo) { panic("log boom") }})
+	okLog := plugin(t, api.Needs{}, logF{func(api.Context, api.RequestHeaderMap, api.ResponseHeaderMap, api.RequestInfo) { logs.Add(1) }})
+	boomDestroy := plugin(t, api.Needs{}, destroyF{func() { panic("destroy boom") }})
+	okDestroy := plugin(t, api.Needs{}, destroyF{func() { destroys.Add(1) }})
+	total := fakeenvoy.Stats.Counter("moe_panics_total")
+	res := do(t, mustChain(t, boomLog, okLog, boomDestroy, okDestroy), fakeenvoy.Request{})
+	if res.Status != 200 {
+		t.Fatalf("status %d", res.Status)
+	}
+	if logs.Load() != 1 || destroys.Load() != 1 {
+		t.Errorf("later hooks ran %d log, %d destroy times; want 1 each", logs.Load(), destroys.Load())
+	}
+	if got := fakeenvoy.Stats.Counter("moe_panics_total") - total; got != 2 {
+		t.Errorf("%d panics counted, want 2", got)
+	}
+}

@@ -3,6 +3,8 @@ package filtermanager
 import (
 	"encoding/json"
 	"slices"
+	"sync"
+	"sync/atomic"
 
 	envoy "github.com/envoyproxy/envoy/contrib/golang/common/go/api"
 
@@ -55,7 +57,7 @@ func (s *stream) setConsumer(plugin string, c *api.Consumer) {
 		}
 	}
 	s.consumer = c
-	if c != nil {
+	if c != nil && ch.observes { // the reason is built only when someone reads it
 		s.decideLocked(api.Decision{Plugin: plugin, Allowed: true, Reason: "consumer " + c.Name})
 	}
 	sh := s.sharedLocked()
@@ -167,13 +169,7 @@ func (s *stream) shareLocked() {
 	fs := s.cb.StreamInfo().FilterState()
 	if sh.consumerDirty {
 		sh.consumerDirty = false
-		v := ""
-		if s.consumer != nil {
-			if b, err := json.Marshal(s.consumer); err == nil {
-				v = string(b)
-			}
-		}
-		fs.SetString(consumerKey, v, envoy.StateTypeMutable, envoy.LifeSpanFilterChain, envoy.None)
+		fs.SetString(consumerKey, s.ch.Load().encoded.of(s.consumer), envoy.StateTypeMutable, envoy.LifeSpanFilterChain, envoy.None)
 	}
 	for _, k := range sh.dirtyKeys {
 		if v, ok := s.state[k].(string); ok {
@@ -181,4 +177,36 @@ func (s *stream) shareLocked() {
 		}
 	}
 	sh.dirtyKeys = sh.dirtyKeys[:0]
+}
+
+// consumerEncodings caches the JSON of the consumers a chain's plugins
+// identify. Consumers defined in config are the same few pointers request
+// after request; a plugin that builds one per request (ext-auth, jwt-auth
+// naming consumers after a claim) would fill the cache, so it stops growing
+// at maxEncodedConsumers and the rest are encoded each time.
+type consumerEncodings struct {
+	m sync.Map // *api.Consumer -> string
+	n atomic.Int32
+}
+
+const maxEncodedConsumers = 4096
+
+func (e *consumerEncodings) of(c *api.Consumer) string {
+	if c == nil {
+		return ""
+	}
+	if v, ok := e.m.Load(c); ok {
+		return v.(string)
+	}
+	b, err := json.Marshal(c)
+	if err != nil {
+		return ""
+	}
+	v := string(b)
+	if e.n.Load() < maxEncodedConsumers {
+		if _, loaded := e.m.LoadOrStore(c, v); !loaded {
+			e.n.Add(1)
+		}
+	}
+	return v
 }

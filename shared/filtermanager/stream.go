@@ -29,22 +29,24 @@ type localReply struct {
 }
 
 // side is the state of one direction (decode = request, encode = response).
+// Fields are ordered by size: the stream must stay within a small allocation
+// size class (it is the request's one allocation).
 type side struct {
-	decode   bool
 	headers  headerMap
 	trailers headerMap
 	body     bodyBuf
+	reply    *localReply
+	// cur is the plugin running now, for panic attribution. Only the goroutine
+	// running the side's phase touches it.
+	cur     int
+	replied atomic.Bool // reply != nil, readable without the lock
+	decode  bool
 	// active: a phase of this side is running; the chain owns the stream.
 	active bool
 	// endStream: the headers ended the stream (no body follows).
 	endStream bool
 	// buffering: headers returned StopAndBuffer; the whole-body pass is pending.
 	buffering bool
-	// cur is the plugin running now, for panic attribution. Only the goroutine
-	// running the side's phase touches it.
-	cur     int
-	reply   *localReply
-	replied atomic.Bool // reply != nil, readable without the lock
 }
 
 // dir returns the chain's precomputed direction for this side.
@@ -73,6 +75,10 @@ type stream struct {
 	failed          bool // a panic reply was sent: no more plugin code for this request
 	logged          bool
 	destroyHooksRan bool // OnDestroy hooks ran
+	// wentAsync: some phase of this request ran in a goroutine. Only the worker
+	// thread sets it, once, before starting the first such goroutine; until
+	// then plugin filters are created without a lock (slot.filter).
+	wentAsync bool
 
 	done     chan struct{}
 	consumer *api.Consumer
@@ -86,10 +92,40 @@ type stream struct {
 	tracing  atomic.Bool  // a plugin asked to time every call of this request
 	reqID    string
 	route    routeCache
+	addrs    struct{ remote, local string } // read once (info.go)
 	start    time.Time
 
-	slots   []slot
-	slotBuf [4]slot
+	slots []slot // in the same allocation as the stream (streamWith) up to 16
+}
+
+// streamWith is a stream allocated together with room for its plugins'
+// slots, so that a request of a chain of up to 16 plugins costs one
+// allocation.
+type streamWith[A any] struct {
+	stream
+	room A
+}
+
+// allocStream returns a new stream and room for capacity slots.
+func allocStream(capacity int) (*stream, []slot) {
+	switch {
+	case capacity <= 1:
+		b := new(streamWith[[1]slot])
+		return &b.stream, b.room[:0]
+	case capacity <= 2:
+		b := new(streamWith[[2]slot])
+		return &b.stream, b.room[:0]
+	case capacity <= 4:
+		b := new(streamWith[[4]slot])
+		return &b.stream, b.room[:0]
+	case capacity <= 8:
+		b := new(streamWith[[8]slot])
+		return &b.stream, b.room[:0]
+	case capacity <= 16:
+		b := new(streamWith[[16]slot])
+		return &b.stream, b.room[:0]
+	}
+	return new(stream), make([]slot, 0, capacity)
 }
 
 type routeCache struct {
@@ -111,7 +147,12 @@ func Factory(cfg any, cb envoy.FilterCallbackHandler) envoy.StreamFilter {
 }
 
 func newStream(c *Chain, cb envoy.FilterCallbackHandler) *stream {
-	s := &stream{cb: cb, start: time.Now()}
+	// Slots are reserved for the longest consumer chain too, so switching to
+	// one never moves them (plugins hold *slot as their context).
+	n := len(c.plugins)
+	s, room := allocStream(n + c.extraSlots)
+	s.slots = room[:n]
+	s.cb, s.start = cb, time.Now()
 	s.ch.Store(c)
 	s.dec.decode = true
 	s.dec.headers = headerMap{s: s, kind: reqHeaders}
@@ -120,14 +161,6 @@ func newStream(c *Chain, cb envoy.FilterCallbackHandler) *stream {
 	s.enc.headers = headerMap{s: s, kind: respHeaders}
 	s.enc.trailers = headerMap{s: s, kind: respTrailers}
 	s.enc.body = bodyBuf{s: s, kind: respBody}
-	// Slots are reserved for the longest consumer chain too, so switching to
-	// one never moves them (plugins hold *slot as their context).
-	n := len(c.plugins)
-	if capacity := n + c.extraSlots; capacity <= len(s.slotBuf) {
-		s.slots = s.slotBuf[:n]
-	} else {
-		s.slots = make([]slot, n, capacity)
-	}
 	for i := range s.slots {
 		s.slots[i].s = s
 		s.slots[i].p = c.plugins[i]

@@ -6,16 +6,25 @@
 // and keep them across config versions. So each metric is a Go handle, keyed by
 // its full name, that forwards to the Envoy metric of the most recently parsed
 // filter config (Bind). Envoy's stat store is keyed by name as well, so values
-// survive a rebind. Counts recorded before the first Bind (unit tests, early
-// init) are kept in Go and flushed on Bind.
+// survive a rebind.
+//
+// Updates are batched: Inc, Add and Set change a Go atomic and queue the metric;
+// a flusher writes every changed metric to Envoy at most FlushInterval later, in
+// one C call per metric instead of one per update (a request of the standard
+// chain made seven such calls). Gauges are authoritative in Go (the flusher
+// records their value), so Get never crosses into C. While nothing changes the
+// flusher is parked: an idle moe costs no CPU. /stats therefore lags the
+// requests by up to FlushInterval (100ms, MOE_METRICS_FLUSH_INTERVAL).
 package metrics
 
 import (
+	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	envoy "github.com/envoyproxy/envoy/contrib/golang/common/go/api"
 
@@ -26,6 +35,32 @@ import (
 type Definer interface {
 	DefineCounterMetric(name string) envoy.CounterMetric
 	DefineGaugeMetric(name string) envoy.GaugeMetric
+}
+
+// FlushIntervalEnv overrides the default flush interval (a Go duration). "0"
+// writes every update at once, unbatched: test hosts use it so that /stats read
+// right after a request already shows what the request counted.
+const FlushIntervalEnv = "MOE_METRICS_FLUSH_INTERVAL"
+
+// flushInterval is how long an update may wait before it reaches Envoy
+// (nanoseconds; atomic because tests change it while the flusher reads it).
+var flushInterval atomic.Int64
+
+func init() { flushInterval.Store(int64(flushIntervalFromEnv())) }
+
+// FlushInterval is how long an update may wait before it reaches Envoy.
+func FlushInterval() time.Duration { return time.Duration(flushInterval.Load()) }
+
+// SetFlushInterval changes the flush interval (0: unbatched) and returns the previous one.
+func SetFlushInterval(d time.Duration) time.Duration {
+	return time.Duration(flushInterval.Swap(int64(d)))
+}
+
+func flushIntervalFromEnv() time.Duration {
+	if d, err := time.ParseDuration(os.Getenv(FlushIntervalEnv)); err == nil && d >= 0 {
+		return d
+	}
+	return 100 * time.Millisecond
 }
 
 // The metric table is global because Envoy's stat namespace is global to the
@@ -39,7 +74,7 @@ var (
 
 // Handles wrap the SDK's metric of one filter config. When Envoy drops that
 // config (listener removed, config replaced), the SDK panics on use; the handle
-// then marks itself dead and the metric keeps counting in Go until the next
+// then marks itself dead and the metric keeps its value in Go until the next
 // Bind, so a metric can never fail a request.
 type counterHandle struct {
 	m    envoy.CounterMetric
@@ -52,7 +87,7 @@ type gaugeHandle struct {
 }
 
 func (h *counterHandle) inc(d int64) (ok bool) {
-	if h.dead.Load() {
+	if h == nil || h.dead.Load() {
 		return false
 	}
 	defer func() {
@@ -65,8 +100,8 @@ func (h *counterHandle) inc(d int64) (ok bool) {
 	return true
 }
 
-func (h *gaugeHandle) call(fn func(envoy.GaugeMetric)) (ok bool) {
-	if h.dead.Load() {
+func (h *gaugeHandle) record(v uint64) (ok bool) {
+	if h == nil || h.dead.Load() {
 		return false
 	}
 	defer func() {
@@ -75,57 +110,71 @@ func (h *gaugeHandle) call(fn func(envoy.GaugeMetric)) (ok bool) {
 			ok = false
 		}
 	}()
-	fn(h.m)
+	h.m.Record(v)
 	return true
 }
 
+// counter: pending is what Envoy has not been told yet.
 type counter struct {
 	name    string
 	h       atomic.Pointer[counterHandle]
 	pending atomic.Uint64
+	queued  atomic.Bool
 }
 
 func (c *counter) Inc(delta uint64) {
 	if delta == 0 {
 		return
 	}
-	if h := c.h.Load(); h != nil && h.inc(int64(delta)) {
-		return
-	}
 	c.pending.Add(delta)
+	if !c.queued.Load() && c.queued.CompareAndSwap(false, true) {
+		enqueue(c)
+	}
 }
 
+// flush sends the pending delta; it stays pending while unbound (Bind sends it).
+func (c *counter) flush() {
+	c.queued.Store(false) // before the swap: a concurrent Inc queues again
+	p := c.pending.Swap(0)
+	if p > 0 && !c.h.Load().inc(int64(p)) {
+		c.pending.Add(p)
+	}
+}
+
+// gauge: value is the truth; Envoy gets it recorded on flush.
 type gauge struct {
-	name string
-	h    atomic.Pointer[gaugeHandle]
-	// local holds the value while unbound.
-	local atomic.Int64
+	name   string
+	h      atomic.Pointer[gaugeHandle]
+	value  atomic.Int64
+	queued atomic.Bool
 }
 
 func (g *gauge) Add(delta int64) {
-	if h := g.h.Load(); h != nil && h.call(func(m envoy.GaugeMetric) { m.Increment(delta) }) {
-		return
-	}
-	g.local.Add(delta)
+	g.value.Add(delta)
+	g.changed()
 }
 
 func (g *gauge) Set(v uint64) {
-	if h := g.h.Load(); h != nil && h.call(func(m envoy.GaugeMetric) { m.Record(v) }) {
-		return
-	}
-	g.local.Store(int64(v))
+	g.value.Store(int64(v))
+	g.changed()
 }
 
-func (g *gauge) Get() uint64 {
-	var v uint64
-	if h := g.h.Load(); h != nil && h.call(func(m envoy.GaugeMetric) { v = m.Get() }) {
-		return v
+func (g *gauge) Get() uint64 { return uint64(g.value.Load()) }
+
+func (g *gauge) changed() {
+	if !g.queued.Load() && g.queued.CompareAndSwap(false, true) {
+		enqueue(g)
 	}
-	return uint64(g.local.Load())
+}
+
+func (g *gauge) flush() {
+	g.queued.Store(false)
+	g.h.Load().record(uint64(g.value.Load()))
 }
 
 // Bind points every metric, present and future, at d (Envoy's callbacks of the
-// latest filter-level config). nil is ignored (route configs get no callbacks).
+// latest filter-level config) and writes their values there. nil is ignored
+// (route configs get no callbacks).
 func Bind(d Definer) {
 	if d == nil {
 		return
@@ -152,9 +201,7 @@ func bindCounter(c *counter) {
 		h.m = definer.DefineCounterMetric(c.name)
 	}()
 	c.h.Store(h)
-	if p := c.pending.Swap(0); p > 0 {
-		c.Inc(p)
-	}
+	c.flush()
 }
 
 func bindGauge(g *gauge) {
@@ -168,9 +215,7 @@ func bindGauge(g *gauge) {
 		h.m = definer.DefineGaugeMetric(g.name)
 	}()
 	g.h.Store(h)
-	if v := g.local.Swap(0); v != 0 {
-		g.Add(v)
-	}
+	g.flush()
 }
 
 // Counter returns the counter with this full name.

@@ -2,7 +2,9 @@ package metrics_test
 
 import (
 	"fmt"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	envoy "github.com/envoyproxy/envoy/contrib/golang/common/go/api"
 
@@ -89,5 +91,84 @@ func TestMetricsSurviveADroppedEnvoyConfig(t *testing.T) {
 	}
 	if v := fakeenvoy.Stats.Gauge(gn); v != 4 {
 		t.Errorf("gauge %d", v)
+	}
+}
+
+// countingDefiner counts the calls that would cross into Envoy.
+type countingDefiner struct{ calls atomic.Int64 }
+
+type countingMetric struct {
+	d     *countingDefiner
+	value atomic.Int64
+}
+
+func (m *countingMetric) Increment(v int64) { m.d.calls.Add(1); m.value.Add(v) }
+func (m *countingMetric) Record(v uint64)   { m.d.calls.Add(1); m.value.Store(int64(v)) }
+func (m *countingMetric) Get() uint64       { panic("Get must not cross into Envoy") }
+
+func (d *countingDefiner) DefineCounterMetric(string) envoy.CounterMetric {
+	return &countingMetric{d: d}
+}
+func (d *countingDefiner) DefineGaugeMetric(string) envoy.GaugeMetric { return &countingMetric{d: d} }
+
+func TestUpdatesAreBatchedIntoOneCallPerMetric(t *testing.T) {
+	run++
+	d := &countingDefiner{}
+	metrics.Bind(d)
+	t.Cleanup(func() { metrics.Bind(fakeenvoy.Stats) })
+	c := metrics.Counter(uniq("moe_test_batched_total"))
+	g := metrics.Gauge(uniq("moe_test_batched_gauge"))
+	metrics.Flush()
+	before := d.calls.Load()
+	for range 1000 {
+		c.Inc(1)
+		g.Add(1)
+	}
+	if g.Get() != 1000 {
+		t.Errorf("gauge %d", g.Get())
+	}
+	metrics.Flush()
+	if n := d.calls.Load() - before; n != 2 {
+		t.Errorf("%d calls into Envoy for 2000 updates of 2 metrics, want 2", n)
+	}
+}
+
+func TestFlusherWritesWithoutBeingAskedAndSleepsWhenIdle(t *testing.T) {
+	run++
+	d := &countingDefiner{}
+	metrics.Bind(d)
+	t.Cleanup(func() { metrics.Bind(fakeenvoy.Stats) })
+	c := metrics.Counter(uniq("moe_test_auto_total"))
+	metrics.Flush()
+	before := d.calls.Load()
+	c.Inc(5)
+	deadline := time.Now().Add(5 * time.Second)
+	for d.calls.Load() == before {
+		if time.Now().After(deadline) {
+			t.Fatalf("no flush within 5s (interval %v)", metrics.FlushInterval())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	idle := d.calls.Load()
+	time.Sleep(3 * metrics.FlushInterval())
+	if n := d.calls.Load(); n != idle {
+		t.Errorf("%d calls into Envoy while nothing changed", n-idle)
+	}
+}
+
+func TestZeroIntervalWritesEachUpdateAtOnce(t *testing.T) {
+	run++
+	d := &countingDefiner{}
+	metrics.Bind(d)
+	saved := metrics.SetFlushInterval(0)
+	t.Cleanup(func() { metrics.SetFlushInterval(saved); metrics.Bind(fakeenvoy.Stats) })
+	c := metrics.Counter(uniq("moe_test_unbatched_total"))
+	metrics.Flush()
+	before := d.calls.Load()
+	for range 3 {
+		c.Inc(1)
+	}
+	if n := d.calls.Load() - before; n != 3 {
+		t.Errorf("%d calls into Envoy for 3 unbatched updates, want 3 (none waiting for a flusher)", n)
 	}
 }

@@ -123,7 +123,8 @@ private:
 
 void StubStream::decodeHeaders(HeaderMapPtr headers, bool end_stream) {
   auto* cm = dynamic_cast<ClusterManagerImpl*>(&parent_.server_.clusterManager());
-  Cluster* cluster = cm != nullptr && !cm->clusters().empty() ? cm->clusters().front() : nullptr;
+  std::shared_ptr<ClusterImpl> first = cm != nullptr && !cm->clusters().empty() ? cm->clusters().front() : nullptr;
+  Cluster* cluster = first.get();
   std::optional<std::string> override_host;
   if (auto* o = headers->get("x-moe-override-host")) override_host = *o;
   const bool strict = headers->get("x-moe-override-strict") != nullptr;

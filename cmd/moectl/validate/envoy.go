@@ -125,6 +125,11 @@ func (d *doc) bootstrapChecks(bs *bootstrapv3.Bootstrap, w *walker) {
 		}
 		clusters[c.GetName()] = i
 	}
+	// Envoy's Config::Utility::checkLocalInfo, for every xDS subscription (files included).
+	if dr := bs.GetDynamicResources(); (dr.GetLdsConfig() != nil || dr.GetCdsConfig() != nil || dr.GetAdsConfig() != nil) &&
+		(bs.GetNode().GetId() == "" || bs.GetNode().GetCluster() == "") {
+		d.errorf(ypath.Path{}.Field("dynamic_resources"), "node.id and node.cluster are required for xDS subscriptions (Envoy: \"node 'id' and 'cluster' are required\")")
+	}
 	// Clusters may also arrive by CDS: then only Envoy knows at run time.
 	if bs.GetDynamicResources().GetCdsConfig() != nil ||
 		bs.GetDynamicResources().GetCdsResourcesLocator() != "" {

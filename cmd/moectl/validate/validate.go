@@ -79,11 +79,8 @@ type Options struct {
 	// SkipPluginCheck does not check moe plugin configs.
 	SkipPluginCheck bool
 	// NoPluginInit checks plugin configs by decoding and Validate() only, without running
-	// their Init in the network-less child process.
+	// their Init (in check-only mode) as the framework's whole parse does.
 	NoPluginInit bool
-	// Executable is the binary started as the sandboxed plugin checker; empty means this
-	// process's executable (it must call RunChildIfRequested first thing).
-	Executable string
 }
 
 // FileResult is what was found in one file.
@@ -112,8 +109,6 @@ func (r *FileResult) Errors() int {
 // Report is the result of a run.
 type Report struct {
 	Files []*FileResult `json:"files"`
-	// Notes are remarks about the run itself (a check that could not be made).
-	Notes []string `json:"notes,omitempty"`
 }
 
 // Errors counts errors over all files.
@@ -124,10 +119,6 @@ func (r *Report) Errors() int {
 	}
 	return n
 }
-
-// RunChildIfRequested turns this process into the sandboxed plugin checker when it was
-// started as one, and exits. Call it first in main (and in TestMain of tests that validate).
-func RunChildIfRequested() { pluginconfig.MaybeRunChild() }
 
 // Files checks every file. "-" reads standard input.
 func Files(paths []string, opts Options) *Report {
@@ -162,8 +153,7 @@ func Bytes(name string, data []byte, opts Options) *Report {
 	return r.report
 }
 
-// run is one invocation: plugin configs of every file are checked together at the end (one
-// sandboxed child for all).
+// run is one invocation: plugin configs of every file are checked together at the end.
 type run struct {
 	opts    Options
 	report  *Report
@@ -326,33 +316,9 @@ func dedupe(fs []Finding) []Finding {
 }
 
 func (r *run) checkPlugins() {
-	tgs := make([]pluginconfig.Target, len(r.targets))
-	for i, t := range r.targets {
-		tgs[i] = t.tg
+	for _, t := range r.targets {
 		t.d.fr.PluginConfigs++
-	}
-	var results [][]pluginconfig.Problem
-	if !r.opts.NoPluginInit {
-		exe := r.opts.Executable
-		if exe == "" {
-			exe, _ = os.Executable()
-		}
-		var err error
-		results, err = pluginconfig.RunFull(exe, tgs)
-		if err != nil {
-			r.report.Notes = append(r.report.Notes, fmt.Sprintf(
-				"plugin configs were checked without running their Init (checks made only at load are missing): %v", err))
-			results = nil
-		}
-	}
-	if results == nil {
-		results = make([][]pluginconfig.Problem, len(tgs))
-		for i := range tgs {
-			results[i] = pluginconfig.Check(tgs[i], false)
-		}
-	}
-	for i, t := range r.targets {
-		for _, p := range results[i] {
+		for _, p := range pluginconfig.Check(t.tg, !r.opts.NoPluginInit) {
 			at := t.value
 			if p.At != "" {
 				at = at.Join(ypath.Parse(p.At))

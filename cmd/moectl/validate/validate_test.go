@@ -1,23 +1,13 @@
 package validate
 
 import (
-	"os"
 	"strings"
 	"testing"
 )
 
-func TestMain(m *testing.M) {
-	RunChildIfRequested()
-	os.Exit(m.Run())
-}
-
 func check(t *testing.T, src string, opts Options) *FileResult {
 	t.Helper()
-	rep := Bytes("in.yaml", []byte(src), opts)
-	if len(rep.Notes) > 0 {
-		t.Logf("notes: %v", rep.Notes)
-	}
-	return rep.Files[0]
+	return Bytes("in.yaml", []byte(src), opts).Files[0]
 }
 
 func findings(fr *FileResult) string {

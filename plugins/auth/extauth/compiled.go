@@ -48,7 +48,9 @@ func lowerAll(in []string) []string {
 	return out
 }
 
-// Init builds the HTTP client, the cache and the metrics of this config version.
+// Init builds the HTTP client, the cache and the metrics of this config
+// version. When the config is only checked (env.CheckOnly) no HTTP client is
+// built: the service is never reached.
 func (c *Config) Init(env api.ConfigEnv) error {
 	rt, err := newRuntime(c, env)
 	if err != nil {
@@ -61,7 +63,7 @@ func (c *Config) Init(env api.ConfigEnv) error {
 
 // Destroy closes the idle connections of this config version.
 func (c *Config) Destroy() {
-	if c.rt != nil {
+	if c.rt != nil && c.rt.client != nil {
 		c.rt.client.CloseIdleConnections()
 	}
 }
@@ -105,6 +107,17 @@ func newRuntime(c *Config, env api.ConfigEnv) (*runtime, error) {
 			rt.keyHeaders = rt.allowed
 		}
 	}
+	m := env.Metrics()
+	rt.allowedC = m.Counter("allowed")
+	rt.deniedC = m.Counter("denied")
+	rt.errorC = m.Counter("error")
+	rt.timeoutC = m.Counter("timeout")
+	rt.cacheHitC = m.Counter("cache_hit")
+	rt.failOpenC = m.Counter("failure_mode_allowed")
+	rt.tooLargeC = m.Counter("denied_body_too_large")
+	if env.CheckOnly() {
+		return rt, nil
+	}
 	// One client per config version: connections to the service are reused
 	// across requests and closed on Destroy. No proxy from the environment:
 	// the service is reached directly, like an Envoy cluster.
@@ -122,13 +135,5 @@ func newRuntime(c *Config, env api.ConfigEnv) (*runtime, error) {
 		// Redirects from the service are answers for the client, not for us.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
-	m := env.Metrics()
-	rt.allowedC = m.Counter("allowed")
-	rt.deniedC = m.Counter("denied")
-	rt.errorC = m.Counter("error")
-	rt.timeoutC = m.Counter("timeout")
-	rt.cacheHitC = m.Counter("cache_hit")
-	rt.failOpenC = m.Counter("failure_mode_allowed")
-	rt.tooLargeC = m.Counter("denied_body_too_large")
 	return rt, nil
 }

@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moeproxy/moe/plugins/internal/redisclient/redistest"
 	"github.com/moeproxy/moe/shared/api"
 	"github.com/moeproxy/moe/shared/testing/fakeframework"
+	"github.com/moeproxy/moe/shared/testing/redistest"
 )
 
 func BenchmarkBaseline(b *testing.B) {

@@ -46,7 +46,10 @@ var reasons = []string{"missing", "malformed", "too_large", "bad_algorithm", "mi
 // Init indexes the keys of the plugin's own consumers and of the chain's
 // (consumer.Collect: names unique across both lists), compiles the required
 // headers and the replies, and sets up the nonce store: the process-wide
-// memory cache, or a reference on the shared Redis client.
+// memory cache, or a reference on the shared Redis client. When the config is
+// only checked (env.CheckOnly) there is no nonce store: Validate checked the
+// redis section, no client is acquired and the process-wide cache is not
+// resized.
 func (c *Config) Init(env api.ConfigEnv) error {
 	entries, err := authn.RequiredConsumers(env, c.Consumers,
 		func(x *Consumer) (*consumer.Spec, *Credential) { return &x.Spec, &x.Credential })
@@ -78,7 +81,7 @@ func (c *Config) Init(env api.ConfigEnv) error {
 	cc.replies = newReplies(c.Realm, cc.required, c.NonceStore.FailureStatus)
 
 	switch {
-	case c.NonceHeader == "":
+	case c.NonceHeader == "", env.CheckOnly():
 	case c.redisNonces():
 		// Last: nothing after it can fail, so a refused config holds no reference.
 		if cc.redis, err = newRedisNonces(&c.NonceStore, cc.skew, env); err != nil {

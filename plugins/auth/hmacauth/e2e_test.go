@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moeproxy/moe/plugins/internal/redisclient/redistest"
 	"github.com/moeproxy/moe/shared/testing/hosttest"
+	"github.com/moeproxy/moe/shared/testing/redistest"
 )
 
 const (

@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/moeproxy/moe/plugins/internal/redisclient"
-	"github.com/moeproxy/moe/plugins/internal/redisclient/redistest"
 	"github.com/moeproxy/moe/shared/api"
 	"github.com/moeproxy/moe/shared/testing/fakeenvoy"
 	"github.com/moeproxy/moe/shared/testing/fakeframework"
+	"github.com/moeproxy/moe/shared/testing/redistest"
 )
 
 // redisStore is a nonce_store section for a test Redis, with overrides of
@@ -176,6 +176,11 @@ func TestRedisNonceStoreConfigValidation(t *testing.T) {
 			fe, ok := err.(*api.FieldError)
 			if !ok || fe.Field != tc.field {
 				t.Fatalf("got %v (%T), want field %q", err, err, tc.field)
+			}
+			// moectl validate (Init in check-only mode) reports the same.
+			_, _, err = fakeframework.Check[*Config](t, plugin, newConfig, mustJSON(t, testConfig(tc.extra)), false)
+			if fe, ok := err.(*api.FieldError); !ok || fe.Field != tc.field {
+				t.Fatalf("checking: got %v (%T), want field %q", err, err, tc.field)
 			}
 		})
 	}

@@ -97,7 +97,10 @@ type runtime struct {
 }
 
 // Init parses keys, indexes consumers (the plugin's own and the chain's),
-// precomputes replies and metrics, and starts the JWKS refresher.
+// precomputes replies and metrics, and starts the JWKS refresher. When the
+// config is only checked (env.CheckOnly) everything is checked as for real, a
+// jwks.file is loaded, but the refresher does not start: a jwks.url is never
+// fetched (Validate checked its syntax).
 func (c *Config) Init(env api.ConfigEnv) error {
 	rt, err := newRuntime(c, env)
 	if err != nil {
@@ -105,7 +108,7 @@ func (c *Config) Init(env api.ConfigEnv) error {
 	}
 	c.rt = rt
 	c.filter = &filter{rt: rt}
-	if rt.jwks != nil {
+	if rt.jwks != nil && !env.CheckOnly() {
 		rt.jwks.start()
 	}
 	return nil

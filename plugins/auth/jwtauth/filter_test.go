@@ -1,6 +1,7 @@
 package jwtauth
 
 import (
+	"fmt"
 	"strings"
 	"time"
 
@@ -306,16 +307,22 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		{"realm quote", `{"realm":"a\"b"}`, "realm"},
 		{"small rsa", `{"keys":[{"pem":` + string(mustJSON(pubPEM(t, &smallRSA(t).PublicKey))) + `}]}`, "keys[0].pem"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			_, _, err := tryConfig(tc.cfg, false)
-			fe, ok := err.(*api.FieldError)
-			if !ok {
-				t.Fatalf("err = %v (%T), want a field error on %s", err, err, tc.field)
-			}
-			if fe.Field != tc.field {
-				t.Fatalf("field %q (%v), want %q", fe.Field, err, tc.field)
-			}
-		})
+		// moectl validate checks with Init in check-only mode: it finds the same errors.
+		for _, checking := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/checking=%v", tc.name, checking), func(t *testing.T) {
+				cfg, _, err := initConfig(tc.cfg, false, checking)
+				if err == nil {
+					cfg.Destroy()
+				}
+				fe, ok := err.(*api.FieldError)
+				if !ok {
+					t.Fatalf("err = %v (%T), want a field error on %s", err, err, tc.field)
+				}
+				if fe.Field != tc.field {
+					t.Fatalf("field %q (%v), want %q", fe.Field, err, tc.field)
+				}
+			})
+		}
 	}
 }
 

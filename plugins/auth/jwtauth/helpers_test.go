@@ -134,6 +134,11 @@ func newRT(t testing.TB, cfgJSON string) (*Config, *fakeframework.Env) {
 }
 
 func tryConfig(cfgJSON string, route bool, chain ...api.ConsumerCredential) (*Config, *fakeframework.Env, error) {
+	return initConfig(cfgJSON, route, false, chain...)
+}
+
+// initConfig is tryConfig, in check-only mode (ConfigEnv.CheckOnly) when checking.
+func initConfig(cfgJSON string, route, checking bool, chain ...api.ConsumerCredential) (*Config, *fakeframework.Env, error) {
 	cfg := newConfig().(*Config)
 	if err := config.DecodeStrict([]byte(cfgJSON), cfg); err != nil {
 		return nil, nil, err
@@ -143,6 +148,7 @@ func tryConfig(cfgJSON string, route bool, chain ...api.ConsumerCredential) (*Co
 	}
 	m := fakeframework.NewEnv(Name, route)
 	m.ChainConsumers = chain
+	m.Checking = checking
 	if err := cfg.Init(m); err != nil {
 		return nil, nil, err
 	}

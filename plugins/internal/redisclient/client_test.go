@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moeproxy/moe/plugins/internal/redisclient/redistest"
 	"github.com/moeproxy/moe/shared/api"
 	"github.com/moeproxy/moe/shared/testing/fakeenvoy" // Envoy's log API, for go-redis' log lines
+	"github.com/moeproxy/moe/shared/testing/redistest"
 )
 
 // checked returns a checked config for addr with changes applied.

@@ -21,7 +21,9 @@ type compiled struct {
 }
 
 // Init precomputes what requests need and takes a reference on the shared
-// Redis client of this Redis config.
+// Redis client of this Redis config. When the config is only checked
+// (env.CheckOnly), Validate has checked the redis section and no client is
+// acquired.
 func (c *Config) Init(env api.ConfigEnv) error {
 	c.sliding = c.Window == windowSliding
 	c.windowMS = c.TimeWindow.D().Milliseconds()
@@ -34,6 +36,9 @@ func (c *Config) Init(env api.ConfigEnv) error {
 	c.replyHdr = []string{"text/plain; charset=utf-8"}
 	c.failHdrs = api.Headers{"content-type": c.replyHdr}
 	c.emptyHdrs = api.Headers{"content-type": c.replyHdr}
+	if env.CheckOnly() {
+		return nil
+	}
 
 	rt, err := newLimiter(c, env.Metrics())
 	if err != nil {

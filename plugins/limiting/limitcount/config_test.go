@@ -1,11 +1,14 @@
 package limitcount
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/moeproxy/moe/shared/config"
+	"github.com/moeproxy/moe/shared/registry"
 	"github.com/moeproxy/moe/shared/testing/fakeenvoy"
 )
 
@@ -69,6 +72,12 @@ func TestConfigRejectsBadValuesNamingTheField(t *testing.T) {
 			}
 			if strings.Contains(msg, "secret-pw") {
 				t.Errorf("error shows the password: %q", msg)
+			}
+			// moectl validate (Init in check-only mode) reports the same.
+			p, _ := registry.Get(Name)
+			raw, _ := json.Marshal(tc.config)
+			if err := config.CheckPluginFull(p, raw, false); err == nil || err.Error() != msg {
+				t.Errorf("checking: %v, want %q", err, msg)
 			}
 		})
 	}

@@ -5,8 +5,8 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/moeproxy/moe/plugins/internal/redisclient/redistest"
 	"github.com/moeproxy/moe/shared/testing/fakeenvoy"
+	"github.com/moeproxy/moe/shared/testing/redistest"
 )
 
 // redisServer is a real redis-server started by the test (redistest).

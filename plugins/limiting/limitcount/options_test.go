@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/moeproxy/moe/plugins/internal/redisclient/redistest"
 	"github.com/moeproxy/moe/shared/testing/fakeenvoy"
+	"github.com/moeproxy/moe/shared/testing/redistest"
 )
 
 func TestRedisPassword(t *testing.T) {

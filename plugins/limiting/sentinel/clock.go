@@ -1,87 +1,42 @@
 package sentinel
 
 import (
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/alibaba/sentinel-golang/util"
 )
 
-// idleClock is sentinel's millisecond clock without its cost when idle.
+// monotonicClock is sentinel's clock read from Go's monotonic clock.
 //
-// Sentinel reads the time in milliseconds several times per entry. Its own
-// answer (Sentinel.UseCacheTime) is a goroutine that stores the time every
-// millisecond, forever: about 44 ms of CPU per idle second in moe-host. This
-// clock keeps the same cached millisecond while requests come, and its
-// ticker parks itself after a second without one; the first call after that
-// reads the time directly and wakes the ticker. Written by hand because
-// sentinel-golang offers only the always-on ticker (util.StartTimeTicker)
-// and the plain clock (one time.Now per read).
-type idleClock struct {
-	nowMs   atomic.Uint64 // the cached time; 0 while parked
-	used    atomic.Bool   // read since the ticker's last tick
-	mu      sync.Mutex
-	running bool
-	tick    time.Duration
-	idleFor int // ticks without a read before parking
+// An entry reads the millisecond 8 to 10 times. sentinel-golang offers a
+// cached time kept by a 1 ms ticker (UseCacheTime), which costs 12-17 ms of
+// CPU per second whatever the traffic (and never sleeps), or its real clock,
+// one time.Now per read (43 ns here: the wall clock and the monotonic clock).
+// time.Since of a fixed start reads only the monotonic clock (24 ns, minimum
+// of 40 interleaved runs on this machine), and nothing runs between requests.
+// It is cheaper than the ticker below roughly 60,000 entries per second in
+// one process. The milliseconds count from the wall time at start-up and
+// ignore later wall-clock steps: sentinel's windows need a steady clock, not
+// the calendar.
+type monotonicClock struct {
+	start   time.Time
+	startMs uint64
+	startNs uint64
 }
 
-var _ util.Clock = (*idleClock)(nil)
+var _ util.Clock = (*monotonicClock)(nil)
 
-func newIdleClock() *idleClock {
-	return &idleClock{tick: time.Millisecond, idleFor: 1000}
+func newMonotonicClock() *monotonicClock {
+	now := time.Now()
+	return &monotonicClock{start: now, startMs: uint64(now.UnixMilli()), startNs: uint64(now.UnixNano())}
 }
 
-func (c *idleClock) CurrentTimeMillis() uint64 {
-	if !c.used.Load() {
-		c.used.Store(true)
-	}
-	if ms := c.nowMs.Load(); ms != 0 {
-		return ms
-	}
-	c.wake()
-	return uint64(time.Now().UnixMilli())
+func (c *monotonicClock) CurrentTimeMillis() uint64 {
+	return c.startMs + uint64(time.Since(c.start)/time.Millisecond)
 }
 
-func (c *idleClock) wake() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.running {
-		return
-	}
-	c.running = true
-	c.nowMs.Store(uint64(time.Now().UnixMilli()))
-	go c.run()
-}
+func (c *monotonicClock) CurrentTimeNano() uint64 { return c.startNs + uint64(time.Since(c.start)) }
 
-// run updates the cached time every tick until it has not been read for
-// idleFor ticks, then parks.
-func (c *idleClock) run() {
-	t := time.NewTicker(c.tick)
-	defer t.Stop()
-	idle := 0
-	for range t.C {
-		if c.used.Swap(false) {
-			idle = 0
-		} else if idle++; idle >= c.idleFor {
-			c.mu.Lock()
-			c.nowMs.Store(0)
-			c.running = false
-			c.mu.Unlock()
-			return
-		}
-		c.nowMs.Store(uint64(time.Now().UnixMilli()))
-	}
-}
+func (c *monotonicClock) Now() time.Time { return time.Now() }
 
-// isRunning reports whether the ticker runs (tests).
-func (c *idleClock) isRunning() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.running
-}
-
-func (c *idleClock) Now() time.Time          { return time.Now() }
-func (c *idleClock) Sleep(d time.Duration)   { time.Sleep(d) }
-func (c *idleClock) CurrentTimeNano() uint64 { return uint64(time.Now().UnixNano()) }
+func (c *monotonicClock) Sleep(d time.Duration) { time.Sleep(d) }

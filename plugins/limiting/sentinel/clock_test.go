@@ -5,42 +5,39 @@ import (
 	"time"
 )
 
-// The clock caches the millisecond while it is read and parks its ticker
-// after idleFor ticks without a read, so an idle moe costs no CPU.
-func TestIdleClockParksWhenUnusedAndWakesOnRead(t *testing.T) {
-	c := newIdleClock()
-	c.idleFor = 20 // 20 ms instead of a second, for the test
-	before := uint64(time.Now().UnixMilli())
-	if got := c.CurrentTimeMillis(); got < before || got > before+1000 {
-		t.Fatalf("first read %d, now %d", got, before)
-	}
-	if !c.isRunning() {
-		t.Fatal("the first read did not start the ticker")
-	}
-	// Reads keep it running and advancing.
-	for i := 0; i < 30; i++ {
-		c.CurrentTimeMillis()
+// The clock follows the wall clock it started from and never goes back.
+func TestMonotonicClockFollowsTheWallClock(t *testing.T) {
+	c := newMonotonicClock()
+	var last uint64
+	for range 50 {
+		ms, wall := c.CurrentTimeMillis(), uint64(time.Now().UnixMilli())
+		if ms < last {
+			t.Fatalf("went back from %d to %d", last, ms)
+		}
+		if d := int64(wall) - int64(ms); d < -2 || d > 2 {
+			t.Fatalf("clock %d, wall %d: %d ms apart", ms, wall, d)
+		}
+		if ns := c.CurrentTimeNano(); ns/uint64(time.Millisecond) < ms {
+			t.Fatalf("nanoseconds %d behind milliseconds %d", ns, ms)
+		}
+		last = ms
 		time.Sleep(time.Millisecond)
 	}
-	if !c.isRunning() {
-		t.Fatal("parked while being read")
+}
+
+func BenchmarkClockMonotonic(b *testing.B) {
+	c := newMonotonicClock()
+	var s uint64
+	for i := 0; i < b.N; i++ {
+		s += c.CurrentTimeMillis()
 	}
-	if a, b := c.CurrentTimeMillis(), uint64(time.Now().UnixMilli()); b-a > 50 {
-		t.Fatalf("cached time %d lags %d ms", a, b-a)
+	_ = s
+}
+
+func BenchmarkClockWall(b *testing.B) {
+	var s uint64
+	for i := 0; i < b.N; i++ {
+		s += uint64(time.Now().UnixMilli())
 	}
-	deadline := time.Now().Add(2 * time.Second)
-	for c.isRunning() {
-		if time.Now().After(deadline) {
-			t.Fatal("did not park within 2s of the last read")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	if c.nowMs.Load() != 0 {
-		t.Fatal("parked with a stale cached time")
-	}
-	// A read while parked is exact and wakes it again.
-	now := uint64(time.Now().UnixMilli())
-	if got := c.CurrentTimeMillis(); got < now || got > now+50 || !c.isRunning() {
-		t.Fatalf("read while parked: %d (now %d), running %v", got, now, c.isRunning())
-	}
+	_ = s
 }

@@ -74,14 +74,22 @@ type runtime struct {
 	destroyOnce sync.Once
 }
 
-// Init precomputes the request-path state and registers the rules.
+// Init precomputes the request-path state, checks every rule with
+// sentinel's own validators and registers the rules. When the config is only
+// checked (env.CheckOnly) the rules are built and validated the same way, but
+// nothing process-wide happens: sentinel is not initialised, no system
+// collector starts, the rule manager gets no namespace, sentinel's logger and
+// the breaker metrics are not bound.
 func (c *Config) Init(env api.ConfigEnv) error {
-	if err := initSentinel(); err != nil {
-		return fmt.Errorf("initializing sentinel: %w", err)
-	}
-	logger.set(env.Log())
+	check := env.CheckOnly()
 	m := env.Metrics()
-	bindBreakerMetrics(m)
+	if !check {
+		if err := initSentinel(); err != nil {
+			return fmt.Errorf("initializing sentinel: %w", err)
+		}
+		logger.set(env.Log())
+		bindBreakerMetrics(m)
+	}
 	rt := &runtime{
 		resource:  c.Resource,
 		errorFrom: c.ErrorStatusFrom,
@@ -91,7 +99,9 @@ func (c *Config) Init(env api.ConfigEnv) error {
 
 	traffic := base.Outbound
 	if len(c.System) > 0 {
-		startSystemCollectors()
+		if !check {
+			startSystemCollectors()
+		}
 		// Only inbound entries pass sentinel's system slot and feed its inbound
 		// statistics: routes without system rules are not shed by them.
 		traffic = base.Inbound
@@ -131,8 +141,14 @@ func (c *Config) Init(env api.ConfigEnv) error {
 		// states; any difference gives a new namespace.
 		rt.namespace = "c" + hash
 	}
-	rt.space = mgr.acquire(rt.namespace, newSpaceRules(c, hash), c.MaxResources, m)
+	sr := newSpaceRules(c, hash)
+	if err := sr.check(rt.namespace); err != nil {
+		return err
+	}
 	c.rt = rt
+	if !check {
+		rt.space = mgr.acquire(rt.namespace, sr, c.MaxResources, m)
+	}
 	return nil
 }
 
@@ -149,7 +165,7 @@ func contentHash(c *Config) (string, error) {
 // Destroy unloads this config's rules (when no other live config shares its
 // namespace). Envoy calls it when it drops the config version.
 func (c *Config) Destroy() {
-	if c.rt == nil {
+	if c.rt == nil || c.rt.space == nil { // nil space: only checked
 		return
 	}
 	c.rt.destroyOnce.Do(func() { mgr.release(c.rt.space) })

@@ -82,14 +82,15 @@ func (f *filter) OnReceive(ctx api.Context, _ api.RequestHeaderMap, _ api.Buffer
 }
 
 // Append exits the entry on the response headers: the status (errors) and the
-// time since the entry (response time) feed the circuit breakers.
+// time since the entry (response time) feed the circuit breakers. Without
+// breakers the status is not read: that saves copying the response headers.
 func (f *filter) Append(_ api.Context, headers api.ResponseHeaderMap, _ api.Buffer, _ api.HeaderMap) api.Status {
 	e := f.take(false)
 	if e == nil {
 		return api.Continue
 	}
 	var err error
-	if f.rt.isError(headers.Status()) {
+	if f.rt.space.rules.Load().breakers && f.rt.isError(headers.Status()) {
 		err = errResponse
 	}
 	f.exit(e, err)

@@ -44,6 +44,9 @@ type spaceRules struct {
 	// hotKeys are the hotspot key templates (normal, then pressure rules);
 	// Entry's args[i] is hotKeys[i] rendered.
 	hotKeys []*variables.Template
+	// breakers: some rule set has circuit breakers, so responses must be
+	// classified (reading the response status copies the response headers).
+	breakers bool
 }
 
 func newSpaceRules(c *Config, hash string) *spaceRules {
@@ -63,6 +66,7 @@ func newSpaceRules(c *Config, hash string) *spaceRules {
 			sr.pressure = ps
 		}
 	}
+	sr.breakers = len(sr.normal.cbs) > 0 || sr.pressure != nil && len(sr.pressure.cbs) > 0
 	for i := range c.System {
 		sr.system = append(sr.system, c.System[i].sentinel())
 	}
@@ -112,6 +116,57 @@ func (rs *ruleSet) build(key, res string) sentinelRules {
 		out.hots = append(out.hots, rs.hots[i].sentinel(res, rs.hotArg[i]))
 	}
 	return out
+}
+
+// check builds every rule of the namespace ns as sentinel gets it and runs
+// sentinel's own validators (flow.IsValidRule, ...): a rule sentinel would
+// refuse when a request first uses its resource (it would log the refusal and
+// run without the rule) is a config error instead, naming the rule.
+func (sr *spaceRules) check(ns string) error {
+	if err := sr.normal.check("", ns+"/-"); err != nil {
+		return err
+	}
+	if sr.pressure != nil {
+		if err := sr.pressure.check("pressure_test", ns+"/-"+pressureSuffix); err != nil {
+			return err
+		}
+	}
+	for i, r := range sr.system {
+		if err := system.IsValidSystemRule(r); err != nil {
+			return refused(api.Field("system", i), err)
+		}
+	}
+	return nil
+}
+
+// check validates the rules of a set as rules of resource res; prefix is the
+// set's config field ("" or "pressure_test").
+func (rs *ruleSet) check(prefix, res string) error {
+	for i := range rs.flows {
+		if err := flow.IsValidRule(rs.flows[i].sentinel(res)); err != nil {
+			return refused(api.Field(prefix, "flow", i), err)
+		}
+	}
+	for i := range rs.isos {
+		if err := isolation.IsValidRule(rs.isos[i].sentinel(res)); err != nil {
+			return refused(api.Field(prefix, "isolation", i), err)
+		}
+	}
+	for i := range rs.cbs {
+		if err := circuitbreaker.IsValidRule(rs.cbs[i].sentinel(res)); err != nil {
+			return refused(api.Field(prefix, "circuit_breakers", i), err)
+		}
+	}
+	for i := range rs.hots {
+		if err := hotspot.IsValidRule(rs.hots[i].sentinel(res, rs.hotArg[i])); err != nil {
+			return refused(api.Field(prefix, "hotspot", i), err)
+		}
+	}
+	return nil
+}
+
+func refused(field string, err error) error {
+	return api.FieldErrorf(field, "sentinel refuses the rule: %v", err)
 }
 
 // validateRules validates (and fills the defaults of) one rule set; prefix

@@ -88,8 +88,9 @@ var (
 // (FlushIntervalSec 0: no metric writer task, nothing on disk) and no metric
 // HTTP exporter is started. Nothing runs while moe is idle: the system
 // collectors (load, CPU) start with the first config that has system rules
-// (startSystemCollectors), and sentinel's millisecond clock is idleClock
-// instead of its always-on 1 ms ticker (UseCacheTime).
+// (startSystemCollectors), and sentinel reads its milliseconds from Go's
+// monotonic clock (monotonicClock) instead of its always-on 1 ms ticker
+// (UseCacheTime).
 func initSentinel() error {
 	initOnce.Do(func() {
 		c := sconfig.NewDefaultConfig()
@@ -103,14 +104,11 @@ func initSentinel() error {
 		c.Sentinel.Stat.System.CollectLoadIntervalMs = 0
 		c.Sentinel.Stat.System.CollectCpuIntervalMs = 0
 		c.Sentinel.Stat.System.CollectMemoryIntervalMs = 0
-		util.SetClock(clock)
+		util.SetClock(newMonotonicClock())
 		initErr = sapi.InitWithConfig(c)
 	})
 	return initErr
 }
-
-// clock is the process's sentinel clock (sentinel's clock is process-wide).
-var clock = newIdleClock()
 
 // startSystemCollectors starts sentinel's load and CPU collectors (once per
 // process, every second, as system rules need them) when a config with system

@@ -27,7 +27,9 @@ var strategyKinds = map[string]strategyKind{
 }
 
 // Init builds the balancer; with dns it resolves the name once (bounded by
-// dns.timeout) and starts the periodic re-resolution.
+// dns.timeout) and starts the periodic re-resolution. When the config is only
+// checked (env.CheckOnly) the name is not resolved and nothing is started
+// (Validate checked the dns section).
 func (c *Config) Init(env api.ConfigEnv) error {
 	c.bal = newBalancer(c.options(), env.Metrics())
 	log := env.Log()
@@ -43,7 +45,7 @@ func (c *Config) Init(env api.ConfigEnv) error {
 		}
 		c.bal.setHosts(addrs, weights)
 	}
-	if c.DNS != nil {
+	if c.DNS != nil && !env.CheckOnly() {
 		c.dns = newResolver(*c.DNS, c.bal, env)
 		if err := c.dns.resolveOnce(); err != nil {
 			log.Warnf("dns %s: %v; requests go to Envoy's own balancing until it resolves", c.DNS.Name, err)

@@ -26,13 +26,17 @@ type resolver struct {
 	resolutions, failures api.Counter
 }
 
+// lookupIP is how a resolver resolves a name: the system resolver (tests count
+// the lookups).
+var lookupIP = func(ctx context.Context, name string) ([]netip.Addr, error) {
+	return net.DefaultResolver.LookupNetIP(ctx, "ip", name)
+}
+
 func newResolver(cfg DNSConfig, b *balancer, env api.ConfigEnv) *resolver {
 	m := env.Metrics()
 	return &resolver{
 		cfg: cfg, bal: b, log: env.Log(),
-		lookup: func(ctx context.Context, name string) ([]netip.Addr, error) {
-			return net.DefaultResolver.LookupNetIP(ctx, "ip", name)
-		},
+		lookup:      lookupIP,
 		stop:        make(chan struct{}),
 		done:        make(chan struct{}),
 		resolutions: m.Counter("dns_resolutions"),

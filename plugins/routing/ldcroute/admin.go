@@ -46,6 +46,7 @@ const (
 type adminServer struct {
 	addr string
 	srv  *http.Server
+	ln   net.Listener
 	log  api.Logger
 
 	mu      sync.Mutex
@@ -74,7 +75,7 @@ func attach(c *Config, lg api.Logger) (*adminServer, error) {
 		if err != nil {
 			return nil, fmt.Errorf("cannot serve the admin API: %v", err)
 		}
-		s = &adminServer{addr: key, log: lg, marks: map[string]bool{}}
+		s = &adminServer{addr: key, ln: ln, log: lg, marks: map[string]bool{}}
 		s.srv = &http.Server{
 			Handler:           s.routes(),
 			ReadHeaderTimeout: adminReadHeader,
@@ -121,6 +122,10 @@ func (s *adminServer) detach(c *Config) {
 	if empty && servers[s.addr] == s {
 		delete(servers, s.addr)
 		_ = s.srv.Close()
+		// Close closes the listeners Serve has taken over; the serve goroutine
+		// may not have started yet, so close it here too: when detach returns
+		// the address is free (a config built right after binds it again).
+		_ = s.ln.Close()
 		s.log.Infof("admin API on %s stopped (no config uses it)", s.addr)
 	}
 }

@@ -172,6 +172,19 @@ func TestAdminLifecycle(t *testing.T) {
 	}
 }
 
+// The last Destroy frees the address at once, even when the server's goroutine has not
+// started serving yet: a config built right after binds it again.
+func TestAdminAddressFreeRightAfterDestroy(t *testing.T) {
+	js, _ := withAdmin(t, "")
+	for i := 0; i < 100; i++ {
+		c, _, err := fakeframework.Parse[*Config](t, Name, newConfig, js, false)
+		if err != nil {
+			t.Fatalf("config %d: %v", i, err)
+		}
+		c.Destroy()
+	}
+}
+
 // An address taken by another process is a config error naming the field.
 func TestAdminAddressInUse(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")

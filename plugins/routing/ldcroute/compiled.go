@@ -48,7 +48,10 @@ type compiled struct {
 const StateUnit = "ldc_unit"
 
 // Init compiles the slot table and the units, publishes the first snapshot
-// and, with admin set, attaches to (or starts) the admin server.
+// and, with admin set, attaches to (or starts) the admin server. When the
+// config is only checked (env.CheckOnly) nothing is bound: Validate checked
+// that admin.address is a loopback ip:port; whether it is free is only known
+// by binding it.
 func (c *Config) Init(env api.ConfigEnv) error {
 	m := env.Metrics()
 	c.clusterHeader = strings.ToLower(c.ClusterHeader)
@@ -88,7 +91,7 @@ func (c *Config) Init(env api.ConfigEnv) error {
 	c.clusterNF = m.Counter("cluster_not_found")
 	c.adminChanges = m.Counter("admin_changes")
 	c.publish(nil)
-	if c.Admin != nil {
+	if c.Admin != nil && !env.CheckOnly() {
 		s, err := attach(c, env.Log())
 		if err != nil {
 			return api.FieldErrorf("admin.address", "%v", err)

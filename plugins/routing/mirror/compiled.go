@@ -25,7 +25,9 @@ type target struct {
 	responses                                       [6]api.Counter // by status class 1xx..5xx (index 1..5)
 }
 
-// Init builds the targets and starts the workers.
+// Init builds the targets and starts the workers. When the config is only
+// checked (env.CheckOnly) no HTTP client is built and no worker starts
+// (Validate checked the targets).
 func (c *Config) Init(env api.ConfigEnv) error {
 	m := env.Metrics()
 	for _, t := range c.Targets {
@@ -46,6 +48,9 @@ func (c *Config) Init(env api.ConfigEnv) error {
 			tg.responses[cl] = m.Counter(p + "response_" + string(rune('0'+cl)) + "xx")
 		}
 		c.targets = append(c.targets, tg)
+	}
+	if env.CheckOnly() {
+		return nil
 	}
 	timeout := c.Timeout.D()
 	client := &http.Client{

@@ -252,6 +252,7 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 	} {
 		t.Run(tc.field+" "+tc.reason, func(t *testing.T) {
 			fakeframework.WantConfigError(t, Name, tc.config, tc.field, tc.reason)
+			fakeframework.WantCheckError(t, Name, tc.config, tc.field, tc.reason) // moectl validate
 		})
 	}
 	_ = strings.Contains

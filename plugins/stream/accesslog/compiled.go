@@ -28,7 +28,10 @@ type jsonField struct {
 var defaultFormat *variables.Template
 
 // Init opens the output (refusing the config if the file cannot be
-// written), builds the JSON field order and starts the queue's writer.
+// written), builds the JSON field order and starts the queue's writer. When
+// the config is only checked (env.CheckOnly) nothing is opened, created or
+// started: the path is checked without side effects (logsink.Check: an
+// existing file writable, or the directories to create it in creatable).
 func (c *Config) Init(env api.ConfigEnv) error {
 	if c.JSON != nil {
 		names := make([]string, 0, len(c.JSON))
@@ -49,6 +52,12 @@ func (c *Config) Init(env api.ConfigEnv) error {
 		if c.format == nil {
 			c.format = defaultFormat
 		}
+	}
+	if env.CheckOnly() {
+		if err := logsink.Check(c.Path); err != nil {
+			return api.FieldErrorf("path", "%v", err)
+		}
+		return nil
 	}
 	out, err := logsink.Acquire(c.Path, c.Rotation)
 	if err != nil {

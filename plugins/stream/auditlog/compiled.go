@@ -37,7 +37,10 @@ type recField struct {
 func jsonKey(name string) []byte { return append(logsink.AppendJSONString(nil, name), ':') }
 
 // Init builds the masks and the record layout and opens the sink (a file that
-// cannot be opened refuses the config), then starts the queue's writer.
+// cannot be opened refuses the config), then starts the queue's writer. When
+// the config is only checked (env.CheckOnly) nothing is opened, created or
+// started: a file sink's path is checked without side effects (logsink.Check),
+// an http sink's URL was checked by Validate.
 func (c *Config) Init(env api.ConfigEnv) error {
 	masked := c.maskedSet()
 	seen := map[string]bool{}
@@ -64,6 +67,14 @@ func (c *Config) Init(env api.ConfigEnv) error {
 		c.fields = append(c.fields, recField{key: jsonKey(k), tpl: c.Fields[k]})
 	}
 
+	if env.CheckOnly() {
+		if c.Sink.Type != "http" {
+			if err := logsink.Check(c.Sink.Path); err != nil {
+				return api.FieldErrorf("sink.path", "%v", err)
+			}
+		}
+		return nil
+	}
 	m := env.Metrics()
 	c.records = m.Counter("records")
 	c.dropped = m.Counter("dropped")

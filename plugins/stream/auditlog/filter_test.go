@@ -115,6 +115,7 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		{`{"sink": {"type": "http", "url": "ftp://x"}}`, "sink.url", "http:// or https://"},
 		{`{"sink": {"type": "file", "url": "http://127.0.0.1:1/"}}`, "sink.url", "is for sink type http"},
 		{`{"sink": {"type": "file", "path": "audit.log"}}`, "sink.path", "absolute file path"},
+		{`{"sink": {"type": "file", "path": "/dev/null/audit.log"}}`, "sink.path", "not a directory"},
 		{`{"sink": {"type": "http", "url": "http://127.0.0.1:1/", "timeout": "0s"}}`, "sink.timeout", "greater than 0"},
 		{`{"sink": {"type": "http", "url": "http://127.0.0.1:1/", "batch_size": 0}}`, "sink.batch_size", "between 1 and"},
 		{`{"sink": {"type": "http", "url": "http://127.0.0.1:1/", "headers": {"bad name": "x"}}}`, "sink.headers.bad name", "not a valid header name"},
@@ -129,6 +130,7 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 	} {
 		t.Run(tc.field, func(t *testing.T) {
 			fakeframework.WantConfigError(t, Name, tc.config, tc.field, tc.reason)
+			fakeframework.WantCheckError(t, Name, tc.config, tc.field, tc.reason) // moectl validate
 		})
 	}
 }

@@ -26,7 +26,8 @@ type attrTpl struct {
 
 // Init computes the sampling threshold and attribute order, defines the
 // metrics and, with an endpoint, sets up the exporter (shared by configs
-// with the same settings).
+// with the same settings). When the config is only checked (env.CheckOnly)
+// no exporter or SDK pipeline is set up: Validate checked the endpoint URL.
 func (c *Config) Init(env api.ConfigEnv) error {
 	c.bound = ratioBound(c.Sampling.Ratio)
 	c.ridHeader = strings.ToLower(c.RequestID.Header)
@@ -44,7 +45,7 @@ func (c *Config) Init(env api.ConfigEnv) error {
 	c.replaced = m.Counter("traceparent_invalid")
 	c.sampled = m.Counter("sampled")
 	c.generated = m.Counter("request_ids_generated")
-	if c.Exporter.Endpoint != "" {
+	if c.Exporter.Endpoint != "" && !env.CheckOnly() {
 		p, err := acquirePipeline(c.ServiceName, &c.Exporter, env)
 		if err != nil {
 			return err

@@ -2,6 +2,7 @@ package trace
 
 import (
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/moeproxy/moe/shared/api"
@@ -113,7 +114,7 @@ func (c *Config) Validate() error {
 	}
 	if e := &c.Exporter; e.Endpoint != "" {
 		u, err := url.Parse(e.Endpoint)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || !validPort(u.Port()) {
 			return api.FieldErrorf("exporter.endpoint", "must be an http:// or https:// URL with a host (the collector's traces URL, e.g. http://127.0.0.1:4318/v1/traces), got %q", e.Endpoint)
 		}
 		for k, v := range e.Headers {
@@ -144,4 +145,13 @@ func (c *Config) Validate() error {
 		}
 	}
 	return nil
+}
+
+// validPort: no port (the scheme's), or 1..65535.
+func validPort(p string) bool {
+	if p == "" {
+		return true
+	}
+	n, err := strconv.Atoi(p)
+	return err == nil && n >= 1 && n <= 65535
 }

@@ -184,6 +184,9 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		{`{"request_id": {"header": "bad header"}}`, "request_id.header", "not a valid header name"},
 		{`{"request_id": {"header": "traceparent"}}`, "request_id.header", "trace context header"},
 		{`{"exporter": {"endpoint": "127.0.0.1:4318"}}`, "exporter.endpoint", "http:// or https://"},
+		{`{"exporter": {"endpoint": "http://:4318/v1/traces"}}`, "exporter.endpoint", "with a host"},
+		{`{"exporter": {"endpoint": "http://127.0.0.1:99999/v1/traces"}}`, "exporter.endpoint", "with a host"},
+		{`{"exporter": {"endpoint": "http://127.0.0.1:0/v1/traces"}}`, "exporter.endpoint", "with a host"},
 		{`{"exporter": {"endpoint": "http://127.0.0.1:4318/v1/traces", "compression": "zstd"}}`, "exporter.compression", "must be one of"},
 		{`{"exporter": {"endpoint": "http://127.0.0.1:4318/v1/traces", "timeout": "0s"}}`, "exporter.timeout", "greater than 0"},
 		{`{"exporter": {"endpoint": "http://127.0.0.1:4318/v1/traces", "batch_size": 0}}`, "exporter.batch_size", "between 1 and"},
@@ -195,6 +198,7 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 	} {
 		t.Run(tc.field, func(t *testing.T) {
 			fakeframework.WantConfigError(t, Name, tc.config, tc.field, tc.reason)
+			fakeframework.WantCheckError(t, Name, tc.config, tc.field, tc.reason) // moectl validate
 		})
 	}
 }

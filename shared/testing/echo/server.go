@@ -6,7 +6,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
-	"testing"
+
+	"github.com/moeproxy/moe/shared/testing/tb"
 )
 
 // Server is an echo upstream started by a test on 127.0.0.1.
@@ -22,7 +23,7 @@ type Server struct {
 }
 
 // Start runs an echo upstream named name on a free loopback port until the test ends.
-func Start(t testing.TB, name string) *Server {
+func Start(t tb.TB, name string) *Server {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

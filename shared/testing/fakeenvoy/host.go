@@ -121,8 +121,10 @@ func (s *StatStore) DefineCounterMetric(name string) envoy.CounterMetric {
 }
 func (s *StatStore) DefineGaugeMetric(name string) envoy.GaugeMetric { return s.define(name, true) }
 
-// Counter returns a counter's value (0 if undefined).
+// Counter returns a counter's value (0 if undefined), after writing the
+// batched updates (metrics.Flush).
 func (s *StatStore) Counter(name string) uint64 {
+	metrics.Flush()
 	s.mu.Lock()
 	m := s.m[name]
 	s.mu.Unlock()
@@ -132,8 +134,9 @@ func (s *StatStore) Counter(name string) uint64 {
 	return m.Get()
 }
 
-// Gauge returns a gauge's value.
+// Gauge returns a gauge's value, after writing the batched updates.
 func (s *StatStore) Gauge(name string) uint64 {
+	metrics.Flush()
 	s.mu.Lock()
 	m := s.m["gauge:"+name]
 	s.mu.Unlock()

@@ -304,7 +304,9 @@ type Env struct {
 	// ChainConsumers are what Consumers returns: the chain-level consumers with
 	// a credential for the plugin.
 	ChainConsumers []api.ConsumerCredential
-	m              *metrics
+	// Checking is what CheckOnly returns: Init runs for moectl validate.
+	Checking bool
+	m        *metrics
 }
 
 // NewEnv returns a ConfigEnv for plugin.
@@ -316,6 +318,9 @@ func (e *Env) PluginName() string   { return e.Plugin }
 func (e *Env) IsRoute() bool        { return e.Route }
 func (e *Env) Metrics() api.Metrics { return e.m }
 func (e *Env) Log() api.Logger      { return nopLogger{} }
+
+// CheckOnly says whether Init runs for a config check only (set Checking).
+func (e *Env) CheckOnly() bool { return e.Checking }
 
 // Consumers are the chain-level consumers handed to Init (set ChainConsumers).
 func (e *Env) Consumers() []api.ConsumerCredential { return e.ChainConsumers }
@@ -382,6 +387,10 @@ type Config interface {
 // initialises it with an Env for plugin whose metrics the test can read.
 func Parse[C Config](t testing.TB, plugin string, newConfig func() any, js string, route bool) (C, *Env, error) {
 	t.Helper()
+	return parse[C](plugin, newConfig, js, route, false)
+}
+
+func parse[C Config](plugin string, newConfig func() any, js string, route, checking bool) (C, *Env, error) {
 	var zero C
 	c := newConfig().(C)
 	if err := config.DecodeStrict([]byte(js), c); err != nil {
@@ -391,6 +400,7 @@ func Parse[C Config](t testing.TB, plugin string, newConfig func() any, js strin
 		return zero, nil, err
 	}
 	env := NewEnv(plugin, route)
+	env.Checking = checking
 	if err := c.Init(env); err != nil {
 		return zero, nil, err
 	}

@@ -10,8 +10,9 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"testing"
 	"time"
+
+	"github.com/moeproxy/moe/shared/testing/tb"
 )
 
 // Binaries are built for the test that runs them, so an end-to-end test never passes against
@@ -39,7 +40,7 @@ var (
 // Require returns the absolute path of the binary name (a file name under out/, e.g.
 // "moe-host", "libgolang.so"), built or checked as described above. When it is missing or
 // cannot be built the test is skipped, or fails when MOE_REQUIRE_HOST=1 (set by `make test`).
-func Require(t testing.TB, name string) string {
+func Require(t tb.TB, name string) string {
 	t.Helper()
 	path, err := requirePath(name)
 	if err != nil {

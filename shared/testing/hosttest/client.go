@@ -4,12 +4,13 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"testing"
+
+	"github.com/moeproxy/moe/shared/testing/tb"
 )
 
 // Do sends req with http.DefaultClient. A 200 response is returned unread (for DecodeEcho)
 // with body ""; any other response is read and closed, and its body returned.
-func Do(t testing.TB, req *http.Request) (*http.Response, string) {
+func Do(t tb.TB, req *http.Request) (*http.Response, string) {
 	t.Helper()
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -24,7 +25,7 @@ func Do(t testing.TB, req *http.Request) (*http.Response, string) {
 }
 
 // Send is Do of a request with method, url, body ("" for none) and header key/value pairs.
-func Send(t testing.TB, method, url, body string, hdr ...string) (*http.Response, string) {
+func Send(t tb.TB, method, url, body string, hdr ...string) (*http.Response, string) {
 	t.Helper()
 	var r io.Reader
 	if body != "" {
@@ -41,7 +42,7 @@ func Send(t testing.TB, method, url, body string, hdr ...string) (*http.Response
 }
 
 // Get is Send of a GET without body.
-func Get(t testing.TB, url string, hdr ...string) (*http.Response, string) {
+func Get(t tb.TB, url string, hdr ...string) (*http.Response, string) {
 	t.Helper()
 	return Send(t, http.MethodGet, url, "", hdr...)
 }
@@ -49,7 +50,7 @@ func Get(t testing.TB, url string, hdr ...string) (*http.Response, string) {
 // Fetch GETs url with client c and header key/value pairs (each set once) and returns status,
 // response headers and the whole body. It reports errors with t.Errorf and returns status 0,
 // so it can be used from goroutines.
-func Fetch(t testing.TB, c *http.Client, url string, kv ...string) (int, http.Header, string) {
+func Fetch(t tb.TB, c *http.Client, url string, kv ...string) (int, http.Header, string) {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodGet, url, nil)
 	if err != nil {

@@ -1,6 +1,8 @@
 // Package hosttest is the one way tests start moe-host: plugins' end-to-end tests, moe-host's
 // conformance suite and its network suite all run the real binary through Start, with a
 // bootstrap rendered from a template, real HTTP and a real upstream (shared/testing/echo).
+// It takes a tb.TB, so the end-to-end benchmark (cmd/moebench, a program) starts its hosts
+// with this same code through tb.Run.
 //
 // Binaries come from the repository's out/ directory and are built for the test (see
 // Require), or are taken as they are from $MOE_OUT. $MOE_HOST_BIN replaces out/moe-host (the
@@ -23,14 +25,17 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
-	"testing"
 	"text/template"
 	"time"
+
+	"github.com/moeproxy/moe/shared/metrics"
+	"github.com/moeproxy/moe/shared/testing/tb"
 )
 
 // LoopbackOnlyEnv is set in the environment of every moe-host a test starts: the host then
@@ -42,6 +47,11 @@ const LoopbackOnlyEnv = "MOE_HOST_LOOPBACK_ONLY=1"
 // GuardStats are the counters of the loopback guard. They exist (at 0) whenever the guard is
 // on; a host's end of life fails the test unless each is present and 0.
 var GuardStats = []string{"moe_host.upstream_cx_non_loopback_refused", "moe_host.upstream_dns_non_local_refused"}
+
+// metricsFlush is the plugins' metric flush interval in a test host (the default is 100ms):
+// 0 writes each update at once, so what a request counted is on /stats when its response
+// arrives (a short flush interval raced with a loaded machine's scheduler in CI).
+const metricsFlush = time.Duration(0)
 
 // guardLogMarker is in every log line of a refusal (checked when the host is gone).
 const guardLogMarker = "MOE_HOST_LOOPBACK_ONLY=1: refused"
@@ -57,7 +67,7 @@ const NoLibrary = "-"
 // CheckGuard fails the test when the loopback guard of the host with admin at adminURL is off
 // or refused anything: every guard stat must be present and 0. output is what the host printed,
 // checked for refusals too; adminURL "" checks only the output (the host is gone).
-func CheckGuard(t testing.TB, adminURL, output string) {
+func CheckGuard(t tb.TB, adminURL, output string) {
 	t.Helper()
 	if strings.Contains(output, guardLogMarker) {
 		t.Errorf("moe-host refused a non-loopback upstream (tests talk to loopback only):\n%s", guardLines(output))
@@ -101,7 +111,7 @@ func guardLines(output string) string {
 }
 
 // OutDir returns the directory holding the built binaries ($MOE_OUT, else <repo>/out).
-func OutDir(t testing.TB) string {
+func OutDir(t tb.TB) string {
 	t.Helper()
 	if d := os.Getenv("MOE_OUT"); d != "" {
 		return d
@@ -117,7 +127,7 @@ var errNoGoMod = errors.New("no go.mod above the test directory")
 
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago (nobody listens on it
 // now: also the way to name an unreachable upstream).
-func FreePort(t testing.TB) int {
+func FreePort(t tb.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -144,6 +154,10 @@ type Options struct {
 	LogLevel    string // -l (default "info")
 	// Args are more command-line arguments, after -c, --concurrency and -l.
 	Args []string
+	// Wrapper is a command the host runs under, its binary and arguments appended, e.g.
+	// {"valgrind", "--tool=callgrind"} (cmd/moebench). The wrapper must run the host in its
+	// own process (as valgrind does), so that Host.Pid is the host's.
+	Wrapper []string
 	// Env is more environment (KEY=VALUE) for the host; MOE_HOST_LOOPBACK_ONLY=1 cannot be
 	// overridden.
 	Env []string
@@ -223,7 +237,7 @@ type prepared struct {
 	vars   Vars
 }
 
-func prepare(t testing.TB, tmpl string, vars Vars, o Options) prepared {
+func prepare(t tb.TB, tmpl string, vars Vars, o Options) prepared {
 	t.Helper()
 	hostBin := Require(t, o.Binary)
 	compiled := strings.HasSuffix(o.ConfigName, ".json")
@@ -256,10 +270,17 @@ func prepare(t testing.TB, tmpl string, vars Vars, o Options) prepared {
 		t.Fatal(err)
 	}
 	args := append([]string{"-c", cfg, "--concurrency", strconv.Itoa(o.Concurrency), "-l", o.LogLevel}, o.Args...)
-	cmd := exec.Command(hostBin, args...)
+	argv := append([]string{hostBin}, args...)
+	if len(o.Wrapper) > 0 {
+		argv = append(append([]string(nil), o.Wrapper...), argv...)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
 	env := os.Environ()
 	if moectl != "" {
 		env = append(env, "MOE_MOECTL="+moectl)
+	}
+	if !slices.ContainsFunc(o.Env, func(kv string) bool { return strings.HasPrefix(kv, metrics.FlushIntervalEnv+"=") }) {
+		env = append(env, metrics.FlushIntervalEnv+"="+metricsFlush.String()) // the first of duplicates wins
 	}
 	cmd.Env = append(append(env, o.Env...), LoopbackOnlyEnv)
 	return prepared{cmd: cmd, config: rendered.String(), vars: all}
@@ -268,7 +289,7 @@ func prepare(t testing.TB, tmpl string, vars Vars, o Options) prepared {
 // Start renders tmpl (a text/template of an Envoy bootstrap) with vars into a temporary file,
 // starts moe-host on it and waits until its admin /ready answers 200 and every named listener
 // accepts. The host is stopped when the test ends (see the package comment).
-func Start(t testing.TB, tmpl string, vars Vars, opts ...Options) *Host {
+func Start(t tb.TB, tmpl string, vars Vars, opts ...Options) *Host {
 	t.Helper()
 	o := firstOptions(opts)
 	p := prepare(t, tmpl, vars, o)
@@ -347,7 +368,7 @@ func waitDial(port int, d time.Duration) bool {
 // StartExpectFailure runs moe-host on a bootstrap that must be rejected at start and returns
 // what it printed. It fails the test if the host does not exit within Options.StartTimeout,
 // exits 0 (or not with Options.WantExitCode), or prints a sanitizer report.
-func StartExpectFailure(t testing.TB, tmpl string, vars Vars, opts ...Options) string {
+func StartExpectFailure(t tb.TB, tmpl string, vars Vars, opts ...Options) string {
 	t.Helper()
 	o := firstOptions(opts)
 	p := prepare(t, tmpl, vars, o)
@@ -398,7 +419,7 @@ type RunResult struct {
 // for the modes that do not serve (--mode validate, --mode init_only) and for --version and
 // --help (Options.Args). It fails the test if the host does not exit within
 // Options.StartTimeout or prints a sanitizer report; the exit code is the caller's to check.
-func Run(t testing.TB, tmpl string, vars Vars, opts ...Options) RunResult {
+func Run(t tb.TB, tmpl string, vars Vars, opts ...Options) RunResult {
 	t.Helper()
 	o := firstOptions(opts)
 	p := prepare(t, tmpl, vars, o)
@@ -444,7 +465,7 @@ func (h *Host) Output() string { return h.output.String() }
 func (h *Host) Stderr() string { return h.Output() }
 
 // Addr is "127.0.0.1:<port>" of a named listener (Options.Listeners).
-func (h *Host) Addr(t testing.TB, listener string) string {
+func (h *Host) Addr(t tb.TB, listener string) string {
 	t.Helper()
 	p, ok := h.Ports[listener]
 	if !ok {
@@ -453,6 +474,9 @@ func (h *Host) Addr(t testing.TB, listener string) string {
 	return fmt.Sprintf("127.0.0.1:%d", p)
 }
 
+// Pid is the host's process id (for /proc/<pid>/stat, callgrind_control).
+func (h *Host) Pid() int { return h.cmd.Process.Pid }
+
 // Signal sends sig to the host process.
 func (h *Host) Signal(sig os.Signal) error { return h.cmd.Process.Signal(sig) }
 
@@ -460,7 +484,7 @@ func (h *Host) Signal(sig os.Signal) error { return h.cmd.Process.Signal(sig) }
 func (h *Host) Exited() <-chan struct{} { return h.exited }
 
 // Alive fails the test if the host has exited.
-func (h *Host) Alive(t testing.TB) {
+func (h *Host) Alive(t tb.TB) {
 	t.Helper()
 	select {
 	case <-h.exited:
@@ -472,7 +496,7 @@ func (h *Host) Alive(t testing.TB) {
 // WaitExit waits up to d for the host to exit on its own (after Signal, or /quitquitquit) and
 // returns its exit error (nil for exit 0). The exit is then expected: the end of the test does
 // not report it. It fails the test when the host is still running after d.
-func (h *Host) WaitExit(t testing.TB, d time.Duration) error {
+func (h *Host) WaitExit(t tb.TB, d time.Duration) error {
 	t.Helper()
 	h.mu.Lock()
 	h.exitExpected = true
@@ -486,8 +510,9 @@ func (h *Host) WaitExit(t testing.TB, d time.Duration) error {
 	}
 }
 
-// Stats returns admin /stats as name -> value (counters and gauges).
-func (h *Host) Stats(t testing.TB) map[string]string {
+// Stats returns admin /stats as name -> value (counters and gauges). Plugins' metric updates are
+// unbatched in a test host (metricsFlush), so they are there when the request's response is.
+func (h *Host) Stats(t tb.TB) map[string]string {
 	t.Helper()
 	resp, err := http.Get(h.AdminURL + "/stats")
 	if err != nil {
@@ -505,7 +530,7 @@ func (h *Host) Stats(t testing.TB) map[string]string {
 }
 
 // Counter returns a counter or gauge from /stats as an integer (0 when absent).
-func (h *Host) Counter(t testing.TB, name string) int64 {
+func (h *Host) Counter(t tb.TB, name string) int64 {
 	t.Helper()
 	v, _ := strconv.ParseInt(h.Stats(t)[name], 10, 64)
 	return v
@@ -523,7 +548,7 @@ func (h *Host) markStopped() bool {
 // SIGTERM and exit 0 within 20s, and no sanitizer report in the output. A host that exited
 // on its own fails the test unless WaitExit expected it. It runs once; the test's cleanup
 // calls it too.
-func (h *Host) Stop(t testing.TB) {
+func (h *Host) Stop(t tb.TB) {
 	t.Helper()
 	if h.markStopped() {
 		return
@@ -561,7 +586,7 @@ func (h *Host) Stop(t testing.TB) {
 	}
 }
 
-func checkSanitizers(t testing.TB, out string) {
+func checkSanitizers(t tb.TB, out string) {
 	t.Helper()
 	for _, m := range SanitizerMarkers {
 		if i := strings.Index(out, m); i >= 0 {
@@ -606,7 +631,7 @@ func (b *lockedBuffer) String() string {
 // reset (ECONNREFUSED) and no other process (a parallel test package) can take
 // the port in the meantime, as it could with a port that was merely free a
 // moment ago. Use it for "the service is down".
-func ClosedPort(t testing.TB) int {
+func ClosedPort(t tb.TB) int {
 	t.Helper()
 	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {

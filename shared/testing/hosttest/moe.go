@@ -3,7 +3,8 @@ package hosttest
 import (
 	"encoding/json"
 	"fmt"
-	"testing"
+
+	"github.com/moeproxy/moe/shared/testing/tb"
 )
 
 // Plugin is one entry of the moe filter's plugin chain.
@@ -85,19 +86,19 @@ static_resources:
 
 // StartChain starts an echo upstream and moe-host running out/libgolang.so with the given
 // plugin chain. Use it from every plugin's end-to-end test.
-func StartChain(t testing.TB, c Chain) *Host {
+func StartChain(t tb.TB, c Chain) *Host {
 	t.Helper()
 	return Start(t, moeBootstrap, chainVars(t, c, EchoUpstream(t)))
 }
 
 // StartChainExpectFailure checks that moe-host refuses the chain at start (for example an
 // invalid plugin config) and returns its output, which should name plugin, field and reason.
-func StartChainExpectFailure(t testing.TB, c Chain) string {
+func StartChainExpectFailure(t tb.TB, c Chain) string {
 	t.Helper()
 	return StartExpectFailure(t, moeBootstrap, chainVars(t, c, 9))
 }
 
-func chainVars(t testing.TB, c Chain, upstreamPort int) Vars {
+func chainVars(t tb.TB, c Chain, upstreamPort int) Vars {
 	t.Helper()
 	if c.Plugins == nil {
 		c.Plugins = []Plugin{}

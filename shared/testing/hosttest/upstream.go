@@ -4,9 +4,9 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"testing"
 
 	"github.com/moeproxy/moe/shared/testing/echo"
+	"github.com/moeproxy/moe/shared/testing/tb"
 )
 
 // Echoed is what the echo upstream answers (see shared/testing/echo).
@@ -14,13 +14,13 @@ type Echoed = echo.Echoed
 
 // EchoUpstream starts an echo upstream (shared/testing/echo) on 127.0.0.1 for the test and
 // returns its port.
-func EchoUpstream(t testing.TB) int {
+func EchoUpstream(t tb.TB) int {
 	t.Helper()
 	return echo.Start(t, "upstream").Port
 }
 
 // DecodeEcho reads an echo upstream response body.
-func DecodeEcho(t testing.TB, resp *http.Response) Echoed {
+func DecodeEcho(t tb.TB, resp *http.Response) Echoed {
 	t.Helper()
 	defer resp.Body.Close()
 	var e Echoed

@@ -14,9 +14,44 @@ type Bootstrap struct {
 	Admin     *SocketAddress `json:"admin,omitempty"`
 	Listeners []Listener     `json:"listeners"`
 	Clusters  []Cluster      `json:"clusters"`
+	// DynamicResources are the files LDS and CDS read (dynamic_resources with
+	// path_config_source); absent when the bootstrap has none.
+	DynamicResources *DynamicResources `json:"dynamic_resources,omitempty"`
 	// ConfigDump is what the admin /config_dump serves: an envoy.admin.v3.ConfigDump of the
 	// bootstrap (sensitive fields redacted, as Envoy's config dump does).
 	ConfigDump json.RawMessage `json:"config_dump,omitempty"`
+}
+
+// DynamicResources is dynamic_resources.lds_config / cds_config, each optional.
+type DynamicResources struct {
+	LDS *ConfigSource `json:"lds,omitempty"`
+	CDS *ConfigSource `json:"cds,omitempty"`
+}
+
+// ConfigSource is a filesystem config source (path_config_source, or the deprecated path):
+// the file holds a DiscoveryResponse; it is re-read when a file is moved onto Path, or, with
+// WatchedDirectory, when a file is moved into that directory.
+type ConfigSource struct {
+	Path             string `json:"path"`
+	WatchedDirectory string `json:"watched_directory"`
+	// WatchModify (watched_directory.watch_modify): changes in place (IN_MODIFY) count too.
+	WatchModify bool `json:"watch_modify"`
+}
+
+// RDS is an http connection manager's rds: the route table named RouteConfigName from the
+// file of ConfigSource.
+type RDS struct {
+	RouteConfigName string       `json:"route_config_name"`
+	ConfigSource    ConfigSource `json:"config_source"`
+}
+
+// Resources is what `moectl compile --lds/--cds/--rds FILE` prints: one DiscoveryResponse
+// file compiled. Exactly one of the lists is present.
+type Resources struct {
+	VersionInfo  string               `json:"version_info"`
+	Listeners    []Listener           `json:"listeners,omitempty"`
+	Clusters     []Cluster            `json:"clusters,omitempty"`
+	RouteConfigs []RouteConfiguration `json:"route_configs,omitempty"`
 }
 
 // SocketAddress is an IP (or, for STRICT_DNS endpoints, a host name) and a port.
@@ -27,7 +62,10 @@ type SocketAddress struct {
 
 // Listener is one listener with its single HTTP connection manager.
 type Listener struct {
-	Name                          string                `json:"name"`
+	Name string `json:"name"`
+	// Hash identifies the listener's proto (xDS resources only): an update with the same hash
+	// changes nothing, as Envoy skips a listener whose config hash is unchanged.
+	Hash                          string                `json:"hash,omitempty"`
 	Address                       SocketAddress         `json:"address"`
 	PerConnectionBufferLimitBytes uint32                `json:"per_connection_buffer_limit_bytes"`
 	HCM                           HttpConnectionManager `json:"hcm"`
@@ -49,6 +87,9 @@ type HttpConnectionManager struct {
 	RouteConfig              RouteConfiguration `json:"route_config"`
 	// AccessLog is the connection manager's access_log list.
 	AccessLog []AccessLog `json:"access_log"`
+	// RDS, when set, replaces RouteConfig (which is then empty): the route table comes from a
+	// file and changes without the listener changing.
+	RDS *RDS `json:"rds,omitempty"`
 }
 
 // Access logger types.
@@ -209,7 +250,9 @@ type RoutePluginConfig struct {
 
 // RouteConfiguration is the inline route_config.
 type RouteConfiguration struct {
-	Name            string          `json:"name"`
+	Name string `json:"name"`
+	// Hash identifies the route table's proto (RDS resources only).
+	Hash            string          `json:"hash,omitempty"`
 	PerFilterConfig PerFilterConfig `json:"per_filter_config"`
 	VirtualHosts    []VirtualHost   `json:"virtual_hosts"`
 	Headers         HeaderMutations `json:"headers"`
@@ -322,7 +365,9 @@ const (
 
 // Cluster is one upstream cluster, round-robin over its endpoints.
 type Cluster struct {
-	Name                          string          `json:"name"`
+	Name string `json:"name"`
+	// Hash identifies the cluster's proto (CDS resources only): an unchanged cluster is kept.
+	Hash                          string          `json:"hash,omitempty"`
 	Type                          string          `json:"type"`
 	ConnectTimeoutMS              uint64          `json:"connect_timeout_ms"`
 	DNSRefreshRateMS              uint64          `json:"dns_refresh_rate_ms"`

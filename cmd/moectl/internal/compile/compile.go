@@ -89,6 +89,13 @@ type compiler struct {
 	secrets map[string][]byte
 	// clusters are the names of static_resources.clusters, for route validation.
 	clusters map[string]bool
+	// cds is set when clusters also come by CDS: static route tables cannot be checked
+	// against the cluster list then.
+	cds bool
+	// bootstrapProto is the bootstrap being compiled (or the one a resource file belongs to).
+	bootstrapProto *bootstrapv3.Bootstrap
+	// nodeChecked: the node check of xDS subscriptions was made (reported once).
+	nodeChecked bool
 }
 
 func (c *compiler) warnf(p ypath.Path, format string, args ...any) {
@@ -111,7 +118,8 @@ func (c *compiler) statLibrary(path string) error {
 
 func (c *compiler) bootstrap(bs *bootstrapv3.Bootstrap) *bootstrap.Bootstrap {
 	root := ypath.Path{}
-	c.only(root, bs, "static_resources", "admin")
+	c.bootstrapProto = bs
+	c.only(root, bs, "static_resources", "admin", "dynamic_resources")
 	out := &bootstrap.Bootstrap{Listeners: []bootstrap.Listener{}, Clusters: []bootstrap.Cluster{}}
 	if a := bs.GetAdmin(); a != nil {
 		p := root.Field("admin")
@@ -121,6 +129,8 @@ func (c *compiler) bootstrap(bs *bootstrapv3.Bootstrap) *bootstrap.Bootstrap {
 			out.Admin = &addr
 		}
 	}
+	out.DynamicResources = c.dynamicResources(root.Field("dynamic_resources"), bs)
+	c.cds = out.DynamicResources != nil && out.DynamicResources.CDS != nil
 	sr := bs.GetStaticResources()
 	p := root.Field("static_resources")
 	c.only(p, sr, "listeners", "clusters", "secrets")

@@ -51,6 +51,11 @@ func (c *compiler) perFilterConfig(p ypath.Path, m map[string]*anypb.Any, filter
 	for _, name := range sortedKeys(m) {
 		kp := p.Key(name)
 		f, ok := filters[name]
+		if filters == nil {
+			// An RDS route table: the key names a filter of whichever connection manager uses
+			// the table; the config's type decides (ConfigsPerRoute: the golang filter).
+			f, ok = bootstrap.HTTPFilter{Name: name, Type: bootstrap.FilterGolang}, true
+		}
 		if !ok {
 			c.errs.Addf(kp, "names no http filter of this http_connection_manager")
 			continue
@@ -78,9 +83,13 @@ func (c *compiler) perFilterConfig(p ypath.Path, m map[string]*anypb.Any, filter
 			if cfg := rpc.GetConfig(); cfg != nil {
 				s := c.anyBase64(rp.Field("config"), cfg)
 				entry.Config = &s
-				c.checkPlugin(rp.Field("config"), f.Golang, pn, true, cfg)
+				g := f.Golang
+				if g == nil {
+					g = &bootstrap.GolangFilter{LibraryID: "moe", PluginName: pn}
+				}
+				c.checkPlugin(rp.Field("config"), g, pn, true, cfg)
 			}
-			if pn != f.Golang.PluginName {
+			if f.Golang != nil && pn != f.Golang.PluginName {
 				// Envoy accepts this, but the filter only ever reads its own plugin_name.
 				c.warnf(rp, "filter %q has plugin_name %q; this entry is never used", name, f.Golang.PluginName)
 			}

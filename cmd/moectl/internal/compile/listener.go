@@ -72,7 +72,7 @@ func emptyHCM() bootstrap.HttpConnectionManager {
 func (c *compiler) hcm(p ypath.Path, h *hcmv3.HttpConnectionManager) bootstrap.HttpConnectionManager {
 	c.only(p, h, "stat_prefix", "codec_type", "route_config", "http_filters",
 		"max_request_headers_kb", "request_timeout", "stream_idle_timeout",
-		"access_log_options", "flush_access_log_on_new_request", "access_log")
+		"access_log_options", "flush_access_log_on_new_request", "access_log", "rds")
 	switch h.GetCodecType() {
 	case hcmv3.HttpConnectionManager_AUTO, hcmv3.HttpConnectionManager_HTTP1:
 	default:
@@ -91,7 +91,9 @@ func (c *compiler) hcm(p ypath.Path, h *hcmv3.HttpConnectionManager) bootstrap.H
 	out.HTTPFilters = c.httpFilters(p.Field("http_filters"), h.GetHttpFilters())
 	if rc := h.GetRouteConfig(); rc != nil {
 		out.RouteConfig = c.routeConfig(p.Field("route_config"), rc, filtersByName(out.HTTPFilters))
-	} else if h.GetRds() == nil && h.GetScopedRoutes() == nil {
+	} else if r := h.GetRds(); r != nil {
+		out.RDS = c.rds(p.Field("rds"), r)
+	} else if h.GetScopedRoutes() == nil {
 		c.errs.Addf(p.Field("route_config"), "is required")
 	}
 	return out

@@ -26,7 +26,13 @@ func (c *compiler) routeConfig(p ypath.Path, rc *routev3.RouteConfiguration, fil
 			rc.GetResponseHeadersToAdd(), rc.GetResponseHeadersToRemove()}),
 		MostSpecificHeaderMutationsWins: rc.GetMostSpecificHeaderMutationsWins(),
 	}
-	rs := routeScope{filters: filters, checkClusters: rc.GetValidateClusters() == nil || rc.GetValidateClusters().GetValue()}
+	// validate_clusters defaults to true for an inline route_config and to false for one that
+	// comes by RDS (filters == nil); with CDS, clusters arrive later and only the host knows.
+	check := rc.GetValidateClusters().GetValue()
+	if rc.GetValidateClusters() == nil {
+		check = filters != nil
+	}
+	rs := routeScope{filters: filters, checkClusters: check && !c.cds}
 	domainOwner := map[string]int{}
 	for i, vh := range rc.GetVirtualHosts() {
 		vp := p.Field("virtual_hosts").Index(i)

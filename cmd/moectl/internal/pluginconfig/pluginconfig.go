@@ -6,13 +6,14 @@
 // import only shared/api and helpers, and shared/config decodes without Envoy.
 //
 // Two depths:
-//   - Decode (Validate, for compile; Check with Full=false): strict decoding over the defaults
-//     and each config's Validate(), as config.CheckChain/CheckPlugin do. No Init.
-//   - Full (Check with Full=true): the framework's whole parse, Init included, exactly as
-//     Envoy's load would run it (config.ParseChain / config.DecodeEntry), each config
-//     destroyed right after. Init may start goroutines or reach the network (jwt-auth's JWKS
-//     fetcher, Redis clients with idle connections), so Full runs in a child process without
-//     network (see sandbox*.go); moectl never runs Init in its own process.
+//   - Decode (Validate, for compile; Check with full=false): strict decoding over the
+//     defaults and each config's Validate(), as config.CheckChain/CheckPlugin do. No Init.
+//   - Full (Check with full=true): the framework's whole parse, Init included, as Envoy's
+//     load runs it, in check-only mode (config.CheckChainFull/CheckPluginFull: Init sees
+//     api.ConfigEnv.CheckOnly, makes every check it makes for real, and starts no goroutine,
+//     opens no connection, listener or file for writing, creates nothing and registers
+//     nothing process-wide); each config is destroyed right after. It runs in moectl's own
+//     process.
 package pluginconfig
 
 import (
@@ -27,7 +28,6 @@ import (
 
 	"github.com/moeproxy/moe/cmd/moectl/internal/plugincheck"
 	_ "github.com/moeproxy/moe/plugins/all" // registers the bundle's plugins
-	"github.com/moeproxy/moe/shared/api"
 	"github.com/moeproxy/moe/shared/config"
 	"github.com/moeproxy/moe/shared/registry"
 )
@@ -87,12 +87,10 @@ func unknownPluginName(name string) error {
 
 // Target is one plugin config to check.
 type Target struct {
-	LibraryID  string     `json:"library_id"`
-	PluginName string     `json:"plugin_name"`
-	PerRoute   bool       `json:"per_route"`
-	Config     *anypb.Any `json:"-"`
-	// ConfigBytes is Config serialized, for the child process.
-	ConfigBytes []byte `json:"config"`
+	LibraryID  string
+	PluginName string
+	PerRoute   bool
+	Config     *anypb.Any
 }
 
 // Problem is one rejection. Field is a path inside the TypedStruct's value (for a chain,
@@ -110,8 +108,8 @@ type Problem struct {
 	At string `json:"at,omitempty"`
 }
 
-// Check returns every problem of one target. full runs Init (call it only in the sandboxed
-// child, see RunFull); otherwise decode and Validate only.
+// Check returns every problem of one target. full runs Init in check-only mode (the
+// framework's whole parse); otherwise decode and Validate only.
 func Check(tg Target, full bool) []Problem {
 	if tg.LibraryID != LibraryID {
 		return nil
@@ -193,12 +191,7 @@ func parsePlugin(p *registry.Plugin, raw []byte, isRoute, full bool) error {
 	if !full {
 		return config.CheckPlugin(p, raw, isRoute)
 	}
-	e, err := config.DecodeEntry(p, raw, isRoute)
-	if err != nil {
-		return err
-	}
-	destroy(e.Config)
-	return nil
+	return config.CheckPluginFull(p, raw, isRoute)
 }
 
 // parseChain is a moe config.
@@ -206,24 +199,7 @@ func parseChain(raw []byte, isRoute, full bool) error {
 	if !full {
 		return config.CheckChain(raw, isRoute)
 	}
-	cc, err := config.ParseChain(raw, isRoute)
-	if err != nil {
-		return err
-	}
-	for _, e := range cc.Entries {
-		destroy(e.Config)
-	}
-	cc.Consumers.Destroy()
-	return nil
-}
-
-func destroy(cfg any) {
-	if d, ok := cfg.(api.Destroyable); ok {
-		func() {
-			defer func() { _ = recover() }()
-			d.Destroy()
-		}()
-	}
+	return config.CheckChainFull(raw, isRoute)
 }
 
 type rawEntry = map[string]json.RawMessage

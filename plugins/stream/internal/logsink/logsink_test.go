@@ -145,6 +145,71 @@ func TestAcquireRefusesAFileThatCannotBeOpened(t *testing.T) {
 	}
 }
 
+// Check refuses what Acquire refuses and accepts what it accepts, creating nothing.
+func TestCheckAgreesWithAcquireAndCreatesNothing(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	readOnly := filepath.Join(dir, "ro")
+	if err := os.Mkdir(readOnly, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.Chmod(readOnly, 0o755) })
+	paths := []string{
+		"stdout",
+		file,                                    // an existing file
+		filepath.Join(dir, "new.log"),           // a new file in an existing directory
+		filepath.Join(dir, "a", "b", "new.log"), // and in directories Acquire creates
+		dir,                                     // a directory
+		filepath.Join(file, "x.log"),            // under a regular file
+		filepath.Join(file, "a", "x.log"),       // further under it
+		filepath.Join(readOnly, "x.log"),        // a directory without write permission (root may)
+		filepath.Join(readOnly, "a", "x.log"),
+	}
+	before := tree(t, dir)
+	checked := map[string]error{}
+	for _, p := range paths {
+		checked[p] = Check(p)
+	}
+	if after := tree(t, dir); after != before {
+		t.Fatalf("Check changed the disk:\nbefore %s\nafter  %s", before, after)
+	}
+	for _, p := range paths {
+		o, err := Acquire(p, DefaultRotation)
+		if err == nil {
+			o.Release()
+		}
+		if (checked[p] == nil) != (err == nil) || (err != nil && err.Error() != checked[p].Error()) {
+			t.Errorf("%s: Check says %v, Acquire %v", p, checked[p], err)
+		}
+	}
+	if err := checked[dir]; err == nil || !strings.Contains(err.Error(), "is a directory") {
+		t.Errorf("a directory: %v", err)
+	}
+	if err := checked[filepath.Join(file, "a", "x.log")]; err == nil || !strings.Contains(err.Error(), "mkdir "+file+": not a directory") {
+		t.Errorf("under a file: %v", err)
+	}
+}
+
+// tree lists the files and directories under dir.
+func tree(t *testing.T, dir string) string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		out = append(out, p)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(out, " ")
+}
+
 func TestValidatePath(t *testing.T) {
 	for _, tc := range []struct {
 		path string

@@ -7,10 +7,13 @@
 package logsink
 
 import (
+	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 
 	"gopkg.in/natefinch/lumberjack.v2"
 
@@ -124,6 +127,54 @@ func Acquire(path string, rot Rotation) (*Output, error) {
 	}
 	outputs[key] = o
 	return o, nil
+}
+
+// Check says what Acquire would refuse for path, with no side effect: nothing
+// is opened, created or written (a config that is only checked, see
+// api.ConfigEnv.CheckOnly). A standard stream is always fine. An existing
+// file must be writable and not a directory; for a missing one, the closest
+// existing ancestor must be a directory in which this process may create the
+// rest (Acquire creates the missing directories).
+func Check(path string) error {
+	if IsStd(path) {
+		return nil
+	}
+	key := filepath.Clean(path)
+	st, err := os.Stat(key)
+	switch {
+	case err == nil && st.IsDir():
+		return &fs.PathError{Op: "open", Path: key, Err: syscall.EISDIR}
+	case err == nil:
+		return canWrite("open", key, key)
+	case !absent(err):
+		return err
+	}
+	// Up from the file to the closest existing ancestor: one step per path
+	// element, ending at the root of the absolute path.
+	missing := key
+	for dir := filepath.Dir(key); ; dir = filepath.Dir(dir) {
+		st, err := os.Stat(dir)
+		switch {
+		case err == nil && !st.IsDir():
+			return &fs.PathError{Op: "mkdir", Path: dir, Err: syscall.ENOTDIR}
+		case err == nil:
+			op := "mkdir"
+			if missing == key {
+				op = "open"
+			}
+			return canWrite(op, missing, dir)
+		case !absent(err):
+			return err
+		case filepath.Dir(dir) == dir:
+			return err
+		}
+		missing = dir
+	}
+}
+
+// absent: a path that does not exist, or under one that is not a directory.
+func absent(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
 }
 
 func newLumberjack(path string, rot Rotation) *lumberjack.Logger {

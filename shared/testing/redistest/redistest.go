@@ -2,7 +2,8 @@
 // redis-server package, installed by build/install-deps.sh): on a free
 // loopback port, without persistence, in the test's temporary directory,
 // stopped when the test ends. Without redis-server tests skip, or fail when
-// MOE_REQUIRE_HOST=1 (as make test sets).
+// MOE_REQUIRE_HOST=1 (as make test sets). Programs use it through tb.Run
+// (cmd/moebench's gateway chain).
 package redistest
 
 import (
@@ -22,18 +23,18 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/moeproxy/moe/shared/testing/hosttest"
+	"github.com/moeproxy/moe/shared/testing/tb"
 )
 
 // Server is a redis-server started by a test. Stop and Start restart it on
 // the same port (an outage and a recovery).
 type Server struct {
-	t    testing.TB
+	t    tb.TB
 	bin  string
 	dir  string
 	port int
@@ -46,7 +47,7 @@ type Server struct {
 
 // Start starts redis-server with extra arguments (e.g. "--requirepass", "pw")
 // and waits until it answers, or skips the test when it is not installed.
-func Start(t testing.TB, args ...string) *Server {
+func Start(t tb.TB, args ...string) *Server {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -63,7 +64,7 @@ func Start(t testing.TB, args ...string) *Server {
 
 // StartCluster starts a one-node Redis Cluster holding every slot and waits
 // until the cluster is ok.
-func StartCluster(t testing.TB) *Server {
+func StartCluster(t tb.TB) *Server {
 	t.Helper()
 	s := Start(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf")
 	if _, err := s.Do("CLUSTER", "ADDSLOTSRANGE", "0", "16383"); err != nil {
@@ -184,7 +185,7 @@ func (s *Server) ConnectedClients() int {
 
 // WriteTestPKI writes a CA and a server certificate for localhost/127.0.0.1
 // into dir, valid for an hour.
-func WriteTestPKI(t testing.TB, dir string) (caFile, certFile, keyFile string) {
+func WriteTestPKI(t tb.TB, dir string) (caFile, certFile, keyFile string) {
 	t.Helper()
 	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	caTmpl := &x509.Certificate{
@@ -222,7 +223,7 @@ func WriteTestPKI(t testing.TB, dir string) (caFile, certFile, keyFile string) {
 // StartTLS starts a server that also listens with TLS (certificates from
 // WriteTestPKI, client certificates not required) and returns it, the TLS
 // address and the CA file.
-func StartTLS(t testing.TB) (s *Server, tlsAddr, caFile string) {
+func StartTLS(t tb.TB) (s *Server, tlsAddr, caFile string) {
 	t.Helper()
 	dir := t.TempDir()
 	ca, cert, key := WriteTestPKI(t, dir)

@@ -1,0 +1,171 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/moeproxy/moe/shared/testing/hosttest"
+	"github.com/moeproxy/moe/shared/testing/tb"
+)
+
+// Instructions per request under callgrind: moe-host runs under valgrind's callgrind with one
+// worker, GOMAXPROCS=1, no asynchronous preemption and valgrind's fair scheduler (without
+// them the counts wander by several percent between runs). After a warm-up the counters are
+// zeroed (callgrind_control --zero), n keep-alive requests are sent one at a time, and the
+// profile is dumped (callgrind_control --dump): its total divided by n is the figure. The
+// startup, the warm-up and the shutdown are outside the window; what runs in the host during
+// it is counted, background goroutines (timers, GC) included, as it is real cost.
+
+// callgrindRun is one such measurement.
+type callgrindRun struct {
+	Requests     int     `json:"requests"`
+	Instructions int64   `json:"instructions"`
+	PerRequest   float64 `json:"per_request"`
+	// Crossings per request over the same window (from /stats).
+	Crossings map[string]float64 `json:"crossings"`
+	// WindowSeconds is the wall time of the window (requests under callgrind are slow).
+	WindowSeconds float64 `json:"window_seconds"`
+}
+
+func measureCallgrind(t tb.TB, c Config, s *services, p params) callgrindRun {
+	t.Helper()
+	dir := t.TempDir()
+	h := startHost(t, c, s, hosttest.Options{
+		Wrapper: []string{"valgrind", "--tool=callgrind", "--fair-sched=yes",
+			"--callgrind-out-file=" + filepath.Join(dir, "callgrind.out.%p")},
+		Env:          []string{"GODEBUG=asyncpreemptoff=1", "GOMAXPROCS=1"},
+		Concurrency:  1,
+		LogLevel:     "warning",
+		StartTimeout: 3 * time.Minute,
+	})
+	cl, err := newClient(h.URL, c.Headers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.close()
+	if err := cl.run(p.Warmup, 5*time.Minute); err != nil {
+		t.Fatalf("%s warm-up: %v", c.ID, err)
+	}
+	settle()
+	before, err := counters(h.AdminURL)
+	if err != nil {
+		t.Fatalf("%s: /stats: %v", c.ID, err)
+	}
+	callgrindControl(t, h.Pid(), "--zero")
+	start := time.Now()
+	if err := cl.run(p.N, 10*time.Minute); err != nil {
+		t.Fatalf("%s: %v", c.ID, err)
+	}
+	settle()
+	window := time.Since(start)
+	callgrindControl(t, h.Pid(), "--dump=moebench")
+	after, err := counters(h.AdminURL)
+	if err != nil {
+		t.Fatalf("%s: /stats: %v", c.ID, err)
+	}
+	checkNotMoved(t, c, before, after)
+	dumps, _ := filepath.Glob(filepath.Join(dir, fmt.Sprintf("callgrind.out.%d.*", h.Pid())))
+	if len(dumps) != 1 {
+		t.Fatalf("%s: want one callgrind dump in %s, found %v", c.ID, dir, dumps)
+	}
+	total, err := callgrindTotalFile(dumps[0])
+	if err != nil {
+		t.Fatalf("%s: %v", c.ID, err)
+	}
+	if p.Profiles != "" {
+		keepProfile(t, dumps[0], filepath.Join(p.Profiles, fmt.Sprintf("%s.callgrind", c.ID)))
+	}
+	return callgrindRun{
+		Requests:      p.N,
+		Instructions:  total,
+		PerRequest:    float64(total) / float64(p.N),
+		Crossings:     crossingsPerRequest(before, after, p.N),
+		WindowSeconds: window.Seconds(),
+	}
+}
+
+// keepProfile copies a dump for callgrind_annotate (the file of the last run of a config).
+func keepProfile(t tb.TB, from, to string) {
+	t.Helper()
+	raw, err := os.ReadFile(from)
+	if err == nil {
+		err = os.MkdirAll(filepath.Dir(to), 0o755)
+	}
+	if err == nil {
+		err = os.WriteFile(to, raw, 0o644)
+	}
+	if err != nil {
+		t.Errorf("keep the profile: %v", err)
+	}
+}
+
+// callgrindControl runs callgrind_control with one option on the host's pid (through vgdb).
+func callgrindControl(t tb.TB, pid int, opt string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "callgrind_control", opt, strconv.Itoa(pid)).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "OK") {
+		t.Fatalf("callgrind_control %s %d: %v\n%s", opt, pid, err, out)
+	}
+}
+
+func callgrindTotalFile(path string) (int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	n, err := parseCallgrindTotal(f)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", path, err)
+	}
+	return n, nil
+}
+
+// parseCallgrindTotal returns the Ir total of a callgrind profile: the "summary:" line of its
+// header (the "totals:" line at the end when there is no summary), at the position of Ir in
+// the "events:" line.
+func parseCallgrindTotal(r io.Reader) (int64, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	irAt := -1
+	var summary, totals []string
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "events:"):
+			for i, e := range strings.Fields(strings.TrimPrefix(line, "events:")) {
+				if e == "Ir" {
+					irAt = i
+				}
+			}
+		case strings.HasPrefix(line, "summary:"):
+			summary = strings.Fields(strings.TrimPrefix(line, "summary:"))
+		case strings.HasPrefix(line, "totals:"):
+			totals = strings.Fields(strings.TrimPrefix(line, "totals:"))
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return 0, err
+	}
+	if irAt < 0 {
+		return 0, fmt.Errorf("no Ir in the events: line (not a callgrind profile?)")
+	}
+	vals := summary
+	if vals == nil {
+		vals = totals
+	}
+	if len(vals) <= irAt {
+		return 0, fmt.Errorf("no summary: or totals: line with an Ir value")
+	}
+	return strconv.ParseInt(vals[irAt], 10, 64)
+}

@@ -120,7 +120,7 @@ AdminServer::AdminServer(DispatcherImpl& main, Hooks hooks)
        {{"filter", "Regular expression (Google re2) for filtering clusters by name"}},
        [this](const Query& q) { return clusters(q); }},
       {"/config_dump", "dump current Envoy configs", false, {},
-       [this](const Query&) { return json(hooks_.config_dump.empty() ? "{\"configs\": []}\n" : hooks_.config_dump); }},
+       [this](const Query&) { return json(hooks_.config_dump ? hooks_.config_dump() : "{\"configs\": []}\n"); }},
       {"/help", "print out list of admin commands", false, {}, [this](const Query&) { return text(200, help()); }},
       {"/logging", "query/change logging levels", true,
        {{"paths", "Change multiple logging levels by setting to <logger_name1>:<desired_level1>,<logger_name2>:<desired_level2>. If fine grain logging is enabled, use __FILE__ or a glob experision as the logger name. For example, source/common*:warning"},

@@ -3,7 +3,7 @@
 // requires POST), its query parameters; /help and the 404 page list them. Handlers:
 //   /                      this help (Envoy serves its HTML home page)
 //   /clusters              upstream clusters, hosts and their stats (text; ?format=json)
-//   /config_dump           the bootstrap as envoy.admin.v3.ConfigDump JSON
+//   /config_dump           static and xDS resources as envoy.admin.v3.ConfigDump JSON
 //   /help                  the admin commands
 //   /logging (POST)        list Envoy's loggers and their levels, change them
 //   /quitquitquit (POST)   graceful stop
@@ -38,7 +38,7 @@ public:
     std::function<void()> reopen_logs;   // POST /reopen_logs
     const Options* options = nullptr;
     ClusterManager* cluster_manager = nullptr;
-    std::string config_dump;             // the /config_dump body (compiled by moectl)
+    std::function<std::string()> config_dump; // the /config_dump body (config_dump.h)
   };
   AdminServer(DispatcherImpl& main, Hooks hooks);
   ~AdminServer();

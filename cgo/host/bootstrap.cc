@@ -417,6 +417,7 @@ RouteConfiguration parseRouteConfig(const json& v, const std::string& path) {
   RouteConfiguration rc;
   rc.name = getStringOr(v, path, "name", "");
   rc.hash = getStringOr(v, path, "hash", "");
+  rc.dump = getStringOr(v, path, "dump", "");
   rc.per_filter_config = parsePerFilterConfig(v, path);
   rc.headers = parseHeaderMutations(v, path);
   rc.most_specific_header_mutations_wins = getBool(v, path, "most_specific_header_mutations_wins", false);
@@ -513,6 +514,8 @@ Listener parseListener(const json& l, const std::string& lp) {
   Listener out;
   out.name = getString(l, lp, "name");
   out.hash = getStringOr(l, lp, "hash", "");
+  out.dump = getStringOr(l, lp, "dump", "");
+  out.route_config_dump = getStringOr(l, lp, "route_config_dump", "");
   out.address = parseAddress(member(l, lp, "address"), lp + ".address");
   out.per_connection_buffer_limit_bytes = static_cast<uint32_t>(
       getUint(l, lp, "per_connection_buffer_limit_bytes", UINT32_MAX, 1024 * 1024));
@@ -525,6 +528,7 @@ ClusterConfig parseCluster(const json& v, const std::string& path) {
   ClusterConfig c;
   c.name = getString(v, path, "name");
   c.hash = getStringOr(v, path, "hash", "");
+  c.dump = getStringOr(v, path, "dump", "");
   std::string type = getStringOr(v, path, "type", "STATIC");
   if (type == "STATIC") c.type = ClusterConfig::Type::Static;
   else if (type == "STRICT_DNS") c.type = ClusterConfig::Type::StrictDns;

@@ -158,6 +158,7 @@ struct VirtualHost {
 struct RouteConfiguration {
   std::string name;
   std::string hash; // RDS resources: identifies the proto (an unchanged table is not reloaded)
+  std::string dump; // RDS resources: the table for /config_dump (an Any, JSON text)
   std::vector<VirtualHost> virtual_hosts;
   PerFilterConfig per_filter_config;
   HeaderMutations headers;
@@ -209,6 +210,8 @@ struct HttpConnectionManager {
 struct Listener {
   std::string name;
   std::string hash; // LDS resources: identifies the proto (an unchanged listener is skipped)
+  std::string dump; // LDS resources: the listener for /config_dump (an Any, JSON text)
+  std::string route_config_dump; // LDS resources: its inline route_config the same way ("" with RDS)
   SocketAddress address;
   HttpConnectionManager hcm;
   uint32_t per_connection_buffer_limit_bytes = 1024 * 1024; // Envoy default 1 MiB
@@ -217,6 +220,7 @@ struct Listener {
 struct ClusterConfig {
   std::string name;
   std::string hash; // CDS resources: identifies the proto (an unchanged cluster is kept)
+  std::string dump; // CDS resources: the cluster for /config_dump (an Any, JSON text)
   enum class Type { Static, StrictDns } type = Type::Static;
   uint64_t connect_timeout_ms = 5000;
   uint64_t dns_refresh_rate_ms = 5000;

@@ -261,6 +261,16 @@ ClusterSharedPtr ClusterManagerImpl::get(const std::string& name) {
   return it == by_name_.end() ? nullptr : it->second.cluster;
 }
 
+std::vector<ClusterManagerImpl::DynamicCluster> ClusterManagerImpl::dynamicClusters() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<DynamicCluster> out;
+  for (auto& name : order_) {
+    const Entry& e = by_name_.at(name);
+    if (e.added_via_api) out.push_back(DynamicCluster{e.cluster, e.version_info, e.last_updated});
+  }
+  return out;
+}
+
 std::vector<ClusterSharedPtr> ClusterManagerImpl::all() {
   std::vector<ClusterSharedPtr> out;
   for (auto& c : clusters()) out.push_back(c);
@@ -279,7 +289,8 @@ std::vector<std::shared_ptr<ClusterImpl>> ClusterManagerImpl::clusters() const {
 // cluster_manager_impl.cc addOrUpdateCluster: a static cluster cannot be changed by CDS, an
 // unchanged hash is a no-op, a changed one replaces the cluster (requests in flight keep the old
 // one: they hold it).
-std::string ClusterManagerImpl::onCdsUpdate(const std::vector<bootstrap::ClusterConfig>& clusters) {
+std::string ClusterManagerImpl::onCdsUpdate(const std::vector<bootstrap::ClusterConfig>& clusters,
+                                            const std::string& version_info) {
   std::string errors;
   std::map<std::string, const bootstrap::ClusterConfig*> wanted;
   for (auto& c : clusters) {
@@ -333,12 +344,14 @@ std::string ClusterManagerImpl::onCdsUpdate(const std::vector<bootstrap::Cluster
       auto it = by_name_.find(name);
       if (it == by_name_.end()) {
         order_.push_back(name);
-        by_name_[name] = Entry{std::move(cluster), true};
+        by_name_[name] = Entry{std::move(cluster), true, version_info, std::chrono::system_clock::now()};
         cluster_added_.inc();
         MOE_LOG(Info, "upstream", "cds: add cluster '%s'", name.c_str());
       } else {
         released.push_back(it->second.cluster);
         it->second.cluster = std::move(cluster);
+        it->second.version_info = version_info;
+        it->second.last_updated = std::chrono::system_clock::now();
         cluster_modified_.inc();
         MOE_LOG(Info, "upstream", "cds: update cluster '%s'", name.c_str());
       }

@@ -3,6 +3,7 @@
 // override-host selection.
 #pragma once
 #include <atomic>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -70,12 +71,24 @@ public:
   // A CDS state-of-the-world update (main thread): clusters not in it that came by CDS are
   // removed, each other one is added, replaced (when its hash changed) or kept. A cluster that
   // fails is skipped and the others applied; the result names the failures ("" = accepted).
-  std::string onCdsUpdate(const std::vector<bootstrap::ClusterConfig>& clusters);
+  // version_info is the update's (shown by /config_dump).
+  std::string onCdsUpdate(const std::vector<bootstrap::ClusterConfig>& clusters, const std::string& version_info = "");
+
+  // The clusters CDS added, in order, for /config_dump's dynamic_active_clusters: each with the
+  // version_info of the update that last added or changed it, and when.
+  struct DynamicCluster {
+    std::shared_ptr<ClusterImpl> cluster;
+    std::string version_info;
+    std::chrono::system_clock::time_point last_updated;
+  };
+  std::vector<DynamicCluster> dynamicClusters() const;
 
 private:
   struct Entry {
     std::shared_ptr<ClusterImpl> cluster;
     bool added_via_api = false;
+    std::string version_info;
+    std::chrono::system_clock::time_point last_updated;
   };
   const bool start_dns_;
   mutable std::mutex mu_;

@@ -117,12 +117,14 @@ uint16_t ListenerManager::bindAndAdd(uint64_t tag, const bootstrap::Listener& co
 void ListenerManager::addStaticListener(const bootstrap::Listener& config) { addOrUpdate(config, false); }
 
 // listener_manager_impl.cc addOrUpdateListenerInternal.
-void ListenerManager::addOrUpdate(const bootstrap::Listener& config, bool via_api) {
+void ListenerManager::addOrUpdate(const bootstrap::Listener& config, bool via_api, const std::string& version_info) {
   auto it = active_.find(config.name);
   if (it == active_.end()) {
     ActiveListener l;
     l.config = config;
     l.added_via_api = via_api;
+    l.version_info = version_info;
+    l.last_updated = std::chrono::system_clock::now();
     l.factory = createFactory(config);
     l.tag = next_tag_++;
     if (validate_only_) {
@@ -165,6 +167,8 @@ void ListenerManager::addOrUpdate(const bootstrap::Listener& config, bool via_ap
   }
   old.config = config;
   old.factory = factory;
+  old.version_info = version_info;
+  old.last_updated = std::chrono::system_clock::now();
   listener_modified_.inc();
   MOE_LOG(Info, "main", "listener %s updated; draining the connections of the previous version", config.name.c_str());
   drain(std::move(previous));
@@ -199,6 +203,14 @@ void ListenerManager::drain(std::shared_ptr<HttpConnectionManagerFactory> factor
   updateGauges();
 }
 
+std::vector<ListenerManager::DynamicListener> ListenerManager::dynamicListeners() const {
+  std::vector<DynamicListener> out;
+  for (auto& [name, l] : active_) {
+    if (l.added_via_api) out.push_back(DynamicListener{&l.config, l.version_info, l.last_updated});
+  }
+  return out;
+}
+
 void ListenerManager::updateGauges() {
   total_listeners_active_.set(static_cast<int64_t>(active_.size()));
   total_listeners_draining_.set(static_cast<int64_t>(draining_.size()));
@@ -206,7 +218,8 @@ void ListenerManager::updateGauges() {
 
 // lds_api.cc onConfigUpdate (state of the world): removals first, so a listener may take the
 // address of one that goes; then each resource; failures are collected.
-std::string ListenerManager::onLdsUpdate(const std::vector<bootstrap::Listener>& listeners) {
+std::string ListenerManager::onLdsUpdate(const std::vector<bootstrap::Listener>& listeners,
+                                         const std::string& version_info) {
   std::map<std::string, const bootstrap::Listener*> wanted;
   for (auto& l : listeners) wanted.emplace(l.name, &l);
   std::vector<std::string> to_remove;
@@ -225,7 +238,7 @@ std::string ListenerManager::onLdsUpdate(const std::vector<bootstrap::Listener>&
     }
     seen[l.name] = true;
     try {
-      addOrUpdate(l, true);
+      addOrUpdate(l, true, version_info);
     } catch (const std::exception& e) {
       MOE_LOG(Warn, "main", "lds: listener '%s' config rejected: %s", l.name.c_str(), e.what());
       message += l.name + ": " + e.what() + "\n";

@@ -26,6 +26,7 @@
 #include "admin.h"
 #include "bootstrap.h"
 #include "cluster.h"
+#include "config_dump.h"
 #include "dispatcher_impl.h"
 #include "dso.h"
 #include "file_watcher.h"
@@ -109,7 +110,15 @@ public:
       hooks.options = &options_;
       hooks.cluster_manager = cluster_manager_.get();
       hooks.reopen_logs = [] { accessLogManager().reopen(); };
-      hooks.config_dump = config.config_dump;
+      hooks.config_dump = [this, static_dump = config.config_dump] {
+        ConfigDumpSources src;
+        src.static_dump = static_dump;
+        src.listeners = listener_manager_.get();
+        src.clusters = cluster_manager_.get();
+        if (lds_) src.lds_version_info = lds_->versionInfo();
+        if (cds_) src.cds_version_info = cds_->versionInfo();
+        return buildConfigDump(src);
+      };
       admin_ = std::make_unique<AdminServer>(*main_, std::move(hooks));
       uint16_t port = admin_->start(config.admin->address.address, config.admin->address.port);
       MOE_LOG(Info, "main", "admin address: %s:%u", config.admin->address.address.c_str(), static_cast<unsigned>(port));
@@ -181,7 +190,7 @@ private:
     if (dr.cds && !validate) {
       cds_ = std::make_unique<FilesystemSubscription>(
           *file_watcher_, *dr.cds, "cds", "cluster_manager.cds.", xdsContext().bootstrap_path,
-          [this](const bootstrap::Resources& r) { return cluster_manager_->onCdsUpdate(r.clusters); });
+          [this](const bootstrap::Resources& r) { return cluster_manager_->onCdsUpdate(r.clusters, r.version_info); });
       cds_->start();
     }
     std::vector<Worker*> workers;
@@ -191,7 +200,7 @@ private:
     if (dr.lds && !validate) {
       lds_ = std::make_unique<FilesystemSubscription>(
           *file_watcher_, *dr.lds, "lds", "listener_manager.lds.", xdsContext().bootstrap_path,
-          [this](const bootstrap::Resources& r) { return listener_manager_->onLdsUpdate(r.listeners); });
+          [this](const bootstrap::Resources& r) { return listener_manager_->onLdsUpdate(r.listeners, r.version_info); });
       lds_->start();
     }
   }

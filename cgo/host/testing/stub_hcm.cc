@@ -8,6 +8,7 @@
 
 #include "cluster.h"
 #include "logger.h"
+#include "route_config_provider.h"
 #include "server.h"
 
 namespace moe {
@@ -182,5 +183,8 @@ std::unique_ptr<HttpConnectionManagerFactory> createHttpConnectionManagerFactory
 }
 
 int64_t activeDownstreamStreams() { return g_active_streams.load(); }
+
+// No route tables without connection managers (config_dump.cc asks).
+std::vector<DynamicRouteConfig> dynamicRouteConfigs() { return {}; }
 
 } // namespace moe

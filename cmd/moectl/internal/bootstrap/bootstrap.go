@@ -69,6 +69,11 @@ type Listener struct {
 	Address                       SocketAddress         `json:"address"`
 	PerConnectionBufferLimitBytes uint32                `json:"per_connection_buffer_limit_bytes"`
 	HCM                           HttpConnectionManager `json:"hcm"`
+	// Dump (xDS resources only) is the listener as the admin /config_dump shows it: an Any as
+	// compact JSON text, sensitive fields redacted. RouteConfigDump is its inline route_config
+	// the same way (a static route config in the dump), "" when it uses RDS.
+	Dump            string `json:"dump,omitempty"`
+	RouteConfigDump string `json:"route_config_dump,omitempty"`
 }
 
 // HttpConnectionManager is the supported subset of envoy.filters.network.http_connection_manager.
@@ -252,7 +257,9 @@ type RoutePluginConfig struct {
 type RouteConfiguration struct {
 	Name string `json:"name"`
 	// Hash identifies the route table's proto (RDS resources only).
-	Hash            string          `json:"hash,omitempty"`
+	Hash string `json:"hash,omitempty"`
+	// Dump (RDS resources only): the route table for /config_dump (see Listener.Dump).
+	Dump            string          `json:"dump,omitempty"`
 	PerFilterConfig PerFilterConfig `json:"per_filter_config"`
 	VirtualHosts    []VirtualHost   `json:"virtual_hosts"`
 	Headers         HeaderMutations `json:"headers"`
@@ -367,7 +374,9 @@ const (
 type Cluster struct {
 	Name string `json:"name"`
 	// Hash identifies the cluster's proto (CDS resources only): an unchanged cluster is kept.
-	Hash                          string          `json:"hash,omitempty"`
+	Hash string `json:"hash,omitempty"`
+	// Dump (CDS resources only): the cluster for /config_dump (see Listener.Dump).
+	Dump                          string          `json:"dump,omitempty"`
 	Type                          string          `json:"type"`
 	ConnectTimeoutMS              uint64          `json:"connect_timeout_ms"`
 	DNSRefreshRateMS              uint64          `json:"dns_refresh_rate_ms"`

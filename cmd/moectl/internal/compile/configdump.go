@@ -8,6 +8,8 @@ import (
 	udpaannotations "github.com/cncf/xds/go/udpa/annotations"
 	adminv3 "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
@@ -94,6 +96,42 @@ func configDump(bs *bootstrapv3.Bootstrap, now time.Time) (json.RawMessage, erro
 	}
 	out.WriteByte('\n')
 	return out.Bytes(), nil
+}
+
+// resourceDump is one xDS resource as /config_dump shows it (a dynamic listener, cluster or
+// route table, config_dump_handler.cc): an Any, redacted, with proto field names, as compact
+// JSON text ("" if it cannot be marshalled). moe-host places it in its dump.
+func resourceDump(m proto.Message) string {
+	a, err := anypb.New(m)
+	if err != nil {
+		return ""
+	}
+	redact(a.ProtoReflect(), false)
+	raw, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(a)
+	if err != nil {
+		return ""
+	}
+	var out bytes.Buffer
+	if err := json.Compact(&out, raw); err != nil {
+		return ""
+	}
+	return out.String()
+}
+
+// inlineRouteConfig is the route_config of a listener's HTTP connection manager (nil with RDS).
+func inlineRouteConfig(l *listenerv3.Listener) *routev3.RouteConfiguration {
+	for _, fc := range l.GetFilterChains() {
+		for _, f := range fc.GetFilters() {
+			msg, err := f.GetTypedConfig().UnmarshalNew()
+			if err != nil {
+				continue
+			}
+			if hcm, ok := msg.(*hcmv3.HttpConnectionManager); ok && hcm.GetRouteConfig() != nil {
+				return hcm.GetRouteConfig()
+			}
+		}
+	}
+	return nil
 }
 
 // redact is MessageUtil::redact (source/common/protobuf/utility.cc): fields marked

@@ -80,6 +80,13 @@ uint64_t getUint(const json& obj, const std::string& path, const char* key, uint
   return n;
 }
 
+int64_t getInt(const json& obj, const std::string& path, const char* key) {
+  const json& v = member(obj, path, key);
+  if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX)))
+    fail(path + "." + key, "expected a 64-bit integer");
+  return v.get<int64_t>();
+}
+
 bool getBool(const json& obj, const std::string& path, const char* key, bool def) {
   const json* v = optionalMember(obj, key);
   if (!v) return def;
@@ -151,6 +158,167 @@ PerFilterConfig parsePerFilterConfig(const json& obj, const std::string& path) {
   return out;
 }
 
+std::vector<FormatToken> parseTokens(const json& v, const std::string& path) {
+  std::vector<FormatToken> out;
+  if (v.is_null()) return out;
+  requireArray(v, path);
+  for (size_t i = 0; i < v.size(); i++) {
+    const std::string tp = path + "[" + std::to_string(i) + "]";
+    const json& t = v[i];
+    requireObject(t, tp);
+    FormatToken tok;
+    tok.text = getStringOr(t, tp, "text", "");
+    tok.command = getStringOr(t, tp, "command", "");
+    forEach(t, tp, "args", false, [&](const json& a, const std::string& ap) {
+      if (!a.is_string()) fail(ap, "expected a string");
+      tok.args.push_back(a.get<std::string>());
+    });
+    if (optionalMember(t, "max_length")) tok.max_length = getUint(t, tp, "max_length", UINT64_MAX);
+    out.push_back(std::move(tok));
+  }
+  return out;
+}
+
+Format parseFormat(const json& v, const std::string& path) {
+  requireObject(v, path);
+  Format f;
+  std::string kind = getString(v, path, "kind");
+  if (kind == "text") f.kind = Format::Kind::Text;
+  else if (kind == "json") f.kind = Format::Kind::Json;
+  else fail(path + ".kind", "unknown format kind \"" + kind + "\"");
+  f.omit_empty_values = getBool(v, path, "omit_empty_values", false);
+  if (const json* t = optionalMember(v, "text")) f.text = parseTokens(*t, path + ".text");
+  forEach(v, path, "json", false, [&](const json& piece, const std::string& pp) {
+    requireObject(piece, pp);
+    FormatJsonPiece jp;
+    if (const json* raw = optionalMember(piece, "raw")) {
+      if (!raw->is_string()) fail(pp + ".raw", "expected a string");
+      jp.raw = raw->get<std::string>();
+    } else if (const json* tmpl = optionalMember(piece, "template")) {
+      jp.tmpl = parseTokens(*tmpl, pp + ".template");
+    } else {
+      fail(pp, "one of raw, template is required");
+    }
+    f.json.push_back(std::move(jp));
+  });
+  return f;
+}
+
+HeaderMutations parseHeaderMutations(const json& obj, const std::string& path) {
+  HeaderMutations h;
+  const json* v = optionalMember(obj, "headers");
+  if (!v) return h;
+  const std::string p = path + ".headers";
+  requireObject(*v, p);
+  auto adds = [&](const char* key, std::vector<HeaderToAdd>& out) {
+    forEach(*v, p, key, false, [&](const json& e, const std::string& ep) {
+      requireObject(e, ep);
+      HeaderToAdd a;
+      a.key = getString(e, ep, "key");
+      a.value = parseFormat(member(e, ep, "value"), ep + ".value");
+      std::string action = getStringOr(e, ep, "append_action", "APPEND_IF_EXISTS_OR_ADD");
+      if (action == "APPEND_IF_EXISTS_OR_ADD") a.action = HeaderToAdd::Action::AppendIfExistsOrAdd;
+      else if (action == "ADD_IF_ABSENT") a.action = HeaderToAdd::Action::AddIfAbsent;
+      else if (action == "OVERWRITE_IF_EXISTS_OR_ADD") a.action = HeaderToAdd::Action::OverwriteIfExistsOrAdd;
+      else if (action == "OVERWRITE_IF_EXISTS") a.action = HeaderToAdd::Action::OverwriteIfExists;
+      else fail(ep + ".append_action", "unknown append action \"" + action + "\"");
+      a.keep_empty_value = getBool(e, ep, "keep_empty_value", false);
+      out.push_back(std::move(a));
+    });
+  };
+  auto removes = [&](const char* key, std::vector<std::string>& out) {
+    forEach(*v, p, key, false, [&](const json& e, const std::string& ep) {
+      if (!e.is_string()) fail(ep, "expected a string");
+      out.push_back(e.get<std::string>());
+    });
+  };
+  adds("request_headers_to_add", h.request_add);
+  removes("request_headers_to_remove", h.request_remove);
+  adds("response_headers_to_add", h.response_add);
+  removes("response_headers_to_remove", h.response_remove);
+  return h;
+}
+
+RetryPolicy parseRetryPolicy(const json& v, const std::string& path) {
+  requireObject(v, path);
+  RetryPolicy r;
+  forEach(v, path, "retry_on", false, [&](const json& e, const std::string& ep) {
+    if (!e.is_string()) fail(ep, "expected a string");
+    r.retry_on.push_back(e.get<std::string>());
+  });
+  r.num_retries = static_cast<uint32_t>(getUint(v, path, "num_retries", UINT32_MAX, 1));
+  r.per_try_timeout_ms = getUint(v, path, "per_try_timeout_ms", UINT64_MAX, 0);
+  forEach(v, path, "retriable_status_codes", false, [&](const json& e, const std::string& ep) {
+    if (!e.is_number_unsigned()) fail(ep, "expected a non-negative integer");
+    r.retriable_status_codes.push_back(e.get<uint32_t>());
+  });
+  if (optionalMember(v, "base_interval_ms")) r.base_interval_ms = getUint(v, path, "base_interval_ms", UINT64_MAX);
+  if (optionalMember(v, "max_interval_ms")) r.max_interval_ms = getUint(v, path, "max_interval_ms", UINT64_MAX);
+  return r;
+}
+
+HeaderMatcher parseHeaderMatcher(const json& v, const std::string& path);
+
+AccessLogFilter parseAccessLogFilter(const json& v, const std::string& path) {
+  requireObject(v, path);
+  AccessLogFilter f;
+  using T = AccessLogFilter::Type;
+  static const std::map<std::string, T> kTypes = {
+      {"status_code", T::StatusCode}, {"duration", T::Duration}, {"not_health_check", T::NotHealthCheck},
+      {"traceable", T::Traceable},    {"runtime", T::Runtime},   {"and", T::And},
+      {"or", T::Or},                  {"header", T::Header},     {"response_flag", T::ResponseFlag},
+      {"grpc_status", T::GrpcStatus}, {"log_type", T::LogType}};
+  const std::string type = getString(v, path, "type");
+  auto it = kTypes.find(type);
+  if (it == kTypes.end()) fail(path + ".type", "unknown access log filter type \"" + type + "\"");
+  f.type = it->second;
+  const std::string op = getStringOr(v, path, "op", "EQ");
+  if (op == "EQ") f.op = AccessLogFilter::Op::EQ;
+  else if (op == "GE") f.op = AccessLogFilter::Op::GE;
+  else if (op == "LE") f.op = AccessLogFilter::Op::LE;
+  else if (op == "NE") f.op = AccessLogFilter::Op::NE;
+  else fail(path + ".op", "unknown comparison \"" + op + "\"");
+  f.value = static_cast<uint32_t>(getUint(v, path, "value", UINT32_MAX, 0));
+  forEach(v, path, "filters", false,
+          [&](const json& c, const std::string& cp) { f.filters.push_back(parseAccessLogFilter(c, cp)); });
+  if (const json* h = optionalMember(v, "header"); h && !h->is_null()) f.header = parseHeaderMatcher(*h, path + ".header");
+  if (f.type == T::Header && !f.header) fail(path + ".header", "missing");
+  auto strings = [&](const char* key, std::vector<std::string>& out) {
+    forEach(v, path, key, false, [&](const json& e, const std::string& ep) {
+      if (!e.is_string()) fail(ep, "expected a string");
+      out.push_back(e.get<std::string>());
+    });
+  };
+  strings("flags", f.flags);
+  strings("types", f.types);
+  forEach(v, path, "statuses", false, [&](const json& e, const std::string& ep) {
+    if (!e.is_number_unsigned()) fail(ep, "expected a non-negative integer");
+    f.statuses.push_back(e.get<uint32_t>());
+  });
+  f.exclude = getBool(v, path, "exclude", false);
+  f.numerator = static_cast<uint32_t>(getUint(v, path, "numerator", UINT32_MAX, 0));
+  f.denominator = static_cast<uint32_t>(getUint(v, path, "denominator", 1000000, 100));
+  if (f.denominator == 0) fail(path + ".denominator", "must be positive");
+  f.independent_randomness = getBool(v, path, "independent_randomness", false);
+  return f;
+}
+
+AccessLog parseAccessLog(const json& v, const std::string& path) {
+  requireObject(v, path);
+  AccessLog a;
+  a.name = getStringOr(v, path, "name", "");
+  std::string type = getString(v, path, "type");
+  if (type == "file") a.type = AccessLog::Type::File;
+  else if (type == "stdout") a.type = AccessLog::Type::Stdout;
+  else if (type == "stderr") a.type = AccessLog::Type::Stderr;
+  else fail(path + ".type", "unknown access log type \"" + type + "\"");
+  a.path = getStringOr(v, path, "path", "");
+  if (a.type == AccessLog::Type::File && a.path.empty()) fail(path + ".path", "required for a file access log");
+  a.format = parseFormat(member(v, path, "format"), path + ".format");
+  if (const json* f = optionalMember(v, "filter"); f && !f->is_null()) a.filter = parseAccessLogFilter(*f, path + ".filter");
+  return a;
+}
+
 HeaderMatcher parseHeaderMatcher(const json& v, const std::string& path) {
   requireObject(v, path);
   HeaderMatcher m;
@@ -162,11 +330,17 @@ HeaderMatcher parseHeaderMatcher(const json& v, const std::string& path) {
   else if (kind == "contains") m.kind = HeaderMatcher::Kind::Contains;
   else if (kind == "safe_regex") m.kind = HeaderMatcher::Kind::SafeRegex;
   else if (kind == "present") m.kind = HeaderMatcher::Kind::Present;
+  else if (kind == "range") m.kind = HeaderMatcher::Kind::Range;
   else fail(path + ".kind", "unknown header matcher kind \"" + kind + "\"");
   m.value = getStringOr(v, path, "value", "");
+  if (m.kind == HeaderMatcher::Kind::Range) {
+    m.range_start = getInt(v, path, "range_start");
+    m.range_end = getInt(v, path, "range_end");
+  }
   m.present = getBool(v, path, "present", true);
   m.invert = getBool(v, path, "invert", false);
   m.ignore_case = getBool(v, path, "ignore_case", false);
+  m.treat_missing_as_empty = getBool(v, path, "treat_missing_as_empty", false);
   return m;
 }
 
@@ -210,6 +384,7 @@ RouteAction parseRouteAction(const json& v, const std::string& path) {
   a.timeout_ms = getUint(v, path, "timeout_ms", UINT64_MAX, 15000);
   a.cluster_not_found_response_code =
       static_cast<uint32_t>(getUint(v, path, "cluster_not_found_response_code", 599, 503));
+  if (const json* rp = optionalMember(v, "retry_policy")) a.retry_policy = parseRetryPolicy(*rp, path + ".retry_policy");
   if (a.cluster_not_found_response_code != 503 && a.cluster_not_found_response_code != 404 &&
       a.cluster_not_found_response_code != 500)
     fail(path + ".cluster_not_found_response_code", "must be 503, 404 or 500");
@@ -233,6 +408,7 @@ Route parseRoute(const json& v, const std::string& path) {
   if (r.route.has_value() == r.direct_response.has_value())
     fail(path, "exactly one of route, direct_response is required");
   r.per_filter_config = parsePerFilterConfig(v, path);
+  r.headers = parseHeaderMutations(v, path);
   return r;
 }
 
@@ -241,7 +417,10 @@ RouteConfiguration parseRouteConfig(const json& v, const std::string& path) {
   RouteConfiguration rc;
   rc.name = getStringOr(v, path, "name", "");
   rc.hash = getStringOr(v, path, "hash", "");
+  rc.dump = getStringOr(v, path, "dump", "");
   rc.per_filter_config = parsePerFilterConfig(v, path);
+  rc.headers = parseHeaderMutations(v, path);
+  rc.most_specific_header_mutations_wins = getBool(v, path, "most_specific_header_mutations_wins", false);
   forEach(v, path, "virtual_hosts", true, [&](const json& vh, const std::string& vp) {
     requireObject(vh, vp);
     VirtualHost out;
@@ -253,6 +432,9 @@ RouteConfiguration parseRouteConfig(const json& v, const std::string& path) {
     forEach(vh, vp, "routes", true,
             [&](const json& r, const std::string& rp) { out.routes.push_back(parseRoute(r, rp)); });
     out.per_filter_config = parsePerFilterConfig(vh, vp);
+    out.headers = parseHeaderMutations(vh, vp);
+    out.include_request_attempt_count = getBool(vh, vp, "include_request_attempt_count", false);
+    out.include_attempt_count_in_response = getBool(vh, vp, "include_attempt_count_in_response", false);
     rc.virtual_hosts.push_back(std::move(out));
   });
   return rc;
@@ -323,6 +505,8 @@ HttpConnectionManager parseHcm(const json& v, const std::string& path) {
   } else if (!h.rds) {
     fail(path + ".route_config", "missing");
   }
+  forEach(v, path, "access_log", false,
+          [&](const json& a, const std::string& ap) { h.access_log.push_back(parseAccessLog(a, ap)); });
   return h;
 }
 
@@ -331,6 +515,8 @@ Listener parseListener(const json& l, const std::string& lp) {
   Listener out;
   out.name = getString(l, lp, "name");
   out.hash = getStringOr(l, lp, "hash", "");
+  out.dump = getStringOr(l, lp, "dump", "");
+  out.route_config_dump = getStringOr(l, lp, "route_config_dump", "");
   out.address = parseAddress(member(l, lp, "address"), lp + ".address");
   out.per_connection_buffer_limit_bytes = static_cast<uint32_t>(
       getUint(l, lp, "per_connection_buffer_limit_bytes", UINT32_MAX, 1024 * 1024));
@@ -343,6 +529,7 @@ ClusterConfig parseCluster(const json& v, const std::string& path) {
   ClusterConfig c;
   c.name = getString(v, path, "name");
   c.hash = getStringOr(v, path, "hash", "");
+  c.dump = getStringOr(v, path, "dump", "");
   std::string type = getStringOr(v, path, "type", "STATIC");
   if (type == "STATIC") c.type = ClusterConfig::Type::Static;
   else if (type == "STRICT_DNS") c.type = ClusterConfig::Type::StrictDns;
@@ -384,6 +571,10 @@ Bootstrap parseJson(const std::string& text) {
         b.dynamic_resources.lds = parseConfigSource(*l, "$.dynamic_resources.lds");
       if (const json* c = optionalMember(*d, "cds"))
         b.dynamic_resources.cds = parseConfigSource(*c, "$.dynamic_resources.cds");
+    }
+    if (optionalMember(root, "config_dump")) {
+      // Re-read in document order: the dump keeps Envoy's (proto) field order.
+      b.config_dump = nlohmann::ordered_json::parse(text)["config_dump"].dump(2) + "\n";
     }
     return b;
   } catch (const json::exception& e) {

@@ -24,14 +24,85 @@ struct RoutePluginConfig {
 // typed_per_filter_config: http filter name -> plugin_name -> RoutePluginConfig
 using PerFilterConfig = std::map<std::string, std::map<std::string, RoutePluginConfig>>;
 
+// A parsed substitution format (compiled-bootstrap.md "Formats"): text tokens, or JSON pieces.
+struct FormatToken {
+  std::string text;                   // a literal when command is empty
+  std::string command;                // e.g. "REQ", "START_TIME"
+  std::vector<std::string> args;      // the subcommand, split the way the command reads it
+  std::optional<uint64_t> max_length;
+};
+struct FormatJsonPiece {
+  std::optional<std::string> raw;     // raw JSON text, or
+  std::vector<FormatToken> tmpl;      // a template making one value
+};
+struct Format {
+  enum class Kind { Text, Json } kind = Kind::Text;
+  bool omit_empty_values = false;
+  std::vector<FormatToken> text;
+  std::vector<FormatJsonPiece> json;
+};
+
 struct HeaderMatcher {
   std::string name;
-  enum class Kind { Exact, Prefix, Suffix, Contains, SafeRegex, Present } kind = Kind::Present;
-  std::string value;      // for all but Present
-  bool present = true;    // for Present
+  enum class Kind { Exact, Prefix, Suffix, Contains, SafeRegex, Present, Range } kind = Kind::Present;
+  std::string value;      // Exact, Prefix, Suffix, Contains, SafeRegex
+  bool present = true;    // Present
+  int64_t range_start = 0, range_end = 0;  // Range: [start, end)
   bool invert = false;
   bool ignore_case = false;
+  bool treat_missing_as_empty = false;
 };
+
+// One node of an access log filter tree (envoy.config.accesslog.v3.AccessLogFilter).
+struct AccessLogFilter {
+  enum class Type {
+    StatusCode, Duration, NotHealthCheck, Traceable, Runtime, And, Or, Header, ResponseFlag, GrpcStatus, LogType
+  } type = Type::StatusCode;
+  enum class Op { EQ, GE, LE, NE } op = Op::EQ;  // StatusCode, Duration
+  uint32_t value = 0;
+  std::vector<AccessLogFilter> filters;           // And, Or
+  std::optional<HeaderMatcher> header;            // Header
+  std::vector<std::string> flags;                 // ResponseFlag
+  std::vector<uint32_t> statuses;                 // GrpcStatus
+  std::vector<std::string> types;                 // LogType
+  bool exclude = false;                           // GrpcStatus, LogType
+  uint32_t numerator = 0, denominator = 100;      // Runtime
+  bool independent_randomness = false;
+};
+
+struct AccessLog {
+  std::string name;
+  enum class Type { File, Stdout, Stderr } type = Type::File;
+  std::string path;                   // File
+  Format format;
+  std::optional<AccessLogFilter> filter;
+};
+
+struct HeaderToAdd {
+  std::string key;                    // lowercased
+  Format value;                       // text, omit_empty_values
+  enum class Action { AppendIfExistsOrAdd, AddIfAbsent, OverwriteIfExistsOrAdd, OverwriteIfExists } action =
+      Action::AppendIfExistsOrAdd;
+  bool keep_empty_value = false;
+};
+
+// The header lists of a route configuration, virtual host or route (HeaderParser).
+struct HeaderMutations {
+  std::vector<HeaderToAdd> request_add, response_add;
+  std::vector<std::string> request_remove, response_remove;
+  bool empty() const {
+    return request_add.empty() && response_add.empty() && request_remove.empty() && response_remove.empty();
+  }
+};
+
+struct RetryPolicy {
+  std::vector<std::string> retry_on;
+  uint32_t num_retries = 1;
+  uint64_t per_try_timeout_ms = 0;
+  std::vector<uint32_t> retriable_status_codes;
+  std::optional<uint64_t> base_interval_ms, max_interval_ms;
+};
+
 
 struct RouteMatch {
   enum class Kind { Prefix, Path, SafeRegex } kind = Kind::Prefix;
@@ -56,6 +127,8 @@ struct RouteAction {
   // default), 404 (NOT_FOUND) or 500 (INTERNAL_SERVER_ERROR); config_utility.cc
   // parseClusterNotFoundResponseCode.
   uint32_t cluster_not_found_response_code = 503;
+  // The route's retry_policy, else its virtual host's (config_impl.cc buildRetryPolicy).
+  std::optional<RetryPolicy> retry_policy;
 };
 
 struct DirectResponse {
@@ -69,6 +142,7 @@ struct Route {
   std::optional<RouteAction> route;           // one of route,
   std::optional<DirectResponse> direct_response; // direct_response
   PerFilterConfig per_filter_config;
+  HeaderMutations headers;
 };
 
 struct VirtualHost {
@@ -76,13 +150,19 @@ struct VirtualHost {
   std::vector<std::string> domains;
   std::vector<Route> routes;
   PerFilterConfig per_filter_config;
+  HeaderMutations headers;
+  bool include_request_attempt_count = false;
+  bool include_attempt_count_in_response = false;
 };
 
 struct RouteConfiguration {
   std::string name;
   std::string hash; // RDS resources: identifies the proto (an unchanged table is not reloaded)
+  std::string dump; // RDS resources: the table for /config_dump (an Any, JSON text)
   std::vector<VirtualHost> virtual_hosts;
   PerFilterConfig per_filter_config;
+  HeaderMutations headers;
+  bool most_specific_header_mutations_wins = false;
 };
 
 struct GolangFilter {
@@ -125,11 +205,14 @@ struct HttpConnectionManager {
   std::vector<HttpFilter> http_filters;
   RouteConfiguration route_config;            // empty when rds is set
   std::optional<Rds> rds;
+  std::vector<AccessLog> access_log;
 };
 
 struct Listener {
   std::string name;
   std::string hash; // LDS resources: identifies the proto (an unchanged listener is skipped)
+  std::string dump; // LDS resources: the listener for /config_dump (an Any, JSON text)
+  std::string route_config_dump; // LDS resources: its inline route_config the same way ("" with RDS)
   SocketAddress address;
   HttpConnectionManager hcm;
   uint32_t per_connection_buffer_limit_bytes = 1024 * 1024; // Envoy default 1 MiB
@@ -138,6 +221,7 @@ struct Listener {
 struct ClusterConfig {
   std::string name;
   std::string hash; // CDS resources: identifies the proto (an unchanged cluster is kept)
+  std::string dump; // CDS resources: the cluster for /config_dump (an Any, JSON text)
   enum class Type { Static, StrictDns } type = Type::Static;
   uint64_t connect_timeout_ms = 5000;
   uint64_t dns_refresh_rate_ms = 5000;
@@ -159,6 +243,7 @@ struct Bootstrap {
   std::vector<Listener> listeners;
   std::vector<ClusterConfig> clusters;
   DynamicResources dynamic_resources;
+  std::string config_dump;                    // the admin /config_dump body (JSON text)
 };
 
 // One xDS resource file compiled by `moectl compile --lds/--cds/--rds FILE`.

@@ -285,13 +285,14 @@ CAPIStatus envoyGoFilterHttpSetDrainConnectionUponCompletion(void* r) {
 void envoyGoFilterLog(uint32_t level, void* message_data, int message_len) {
   MOE_CAPI_COUNT("log");
   if (level >= moe::Off) return;
-  if (level < moe::g_log_level.load(std::memory_order_relaxed)) return;
+  // FilterLogger::log (contrib/golang/common/log/cgo.cc) logs through the "golang" logger.
+  if (level < moe::golangLogLevel()) return;
   moe::logMessage(level, "golang", goView(message_data, message_len));
 }
 
 uint32_t envoyGoFilterLogLevel() {
   MOE_CAPI_COUNT("log_level");
-  return moe::g_log_level.load(std::memory_order_relaxed);
+  return moe::golangLogLevel();
 }
 
 // ---- config scoped (c) ----

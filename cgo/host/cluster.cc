@@ -26,6 +26,71 @@ const char* toString(UpstreamResetReason r) {
   return "unknown";
 }
 
+ClusterStats::ClusterStats(const std::string& cluster_name)
+    : prefix("cluster." + cluster_name + "."),
+      upstream_cx_total(moe::stats().counter(prefix + "upstream_cx_total")),
+      upstream_cx_connect_fail(moe::stats().counter(prefix + "upstream_cx_connect_fail")),
+      upstream_cx_connect_timeout(moe::stats().counter(prefix + "upstream_cx_connect_timeout")),
+      upstream_cx_destroy(moe::stats().counter(prefix + "upstream_cx_destroy")),
+      upstream_cx_destroy_local(moe::stats().counter(prefix + "upstream_cx_destroy_local")),
+      upstream_cx_destroy_remote(moe::stats().counter(prefix + "upstream_cx_destroy_remote")),
+      upstream_rq_total(moe::stats().counter(prefix + "upstream_rq_total")),
+      upstream_rq_timeout(moe::stats().counter(prefix + "upstream_rq_timeout")),
+      upstream_rq_per_try_timeout(moe::stats().counter(prefix + "upstream_rq_per_try_timeout")),
+      upstream_rq_retry(moe::stats().counter(prefix + "upstream_rq_retry")),
+      upstream_rq_retry_success(moe::stats().counter(prefix + "upstream_rq_retry_success")),
+      upstream_rq_retry_limit_exceeded(moe::stats().counter(prefix + "upstream_rq_retry_limit_exceeded")),
+      upstream_rq_retry_overflow(moe::stats().counter(prefix + "upstream_rq_retry_overflow")),
+      upstream_rq_retry_backoff_exponential(moe::stats().counter(prefix + "upstream_rq_retry_backoff_exponential")),
+      retry_or_shadow_abandoned(moe::stats().counter(prefix + "retry_or_shadow_abandoned")),
+      upstream_rq_tx_reset(moe::stats().counter(prefix + "upstream_rq_tx_reset")),
+      upstream_rq_rx_reset(moe::stats().counter(prefix + "upstream_rq_rx_reset")),
+      upstream_cx_active(moe::stats().gauge(prefix + "upstream_cx_active")),
+      upstream_rq_active(moe::stats().gauge(prefix + "upstream_rq_active")),
+      upstream_cx_connect_ms(moe::stats().histogram(prefix + "upstream_cx_connect_ms")) {}
+
+Counter& ClusterStats::code(const std::string& scope, uint32_t code) {
+  return moe::stats().counter(prefix + scope + "upstream_rq_" + std::to_string(code));
+}
+
+void ClusterStats::chargeResponse(uint32_t rc, bool internal_request) {
+  // chargeBasicResponseStat, then writeCategory for internal/external.
+  for (const char* scope : {"", internal_request ? "internal." : "external."}) {
+    moe::stats().counter(prefix + scope + "upstream_rq_completed").inc();
+    if (rc >= 100 && rc < 600) {
+      moe::stats().counter(prefix + scope + "upstream_rq_" + std::to_string(rc / 100) + "xx").inc();
+    }
+    code(scope, rc).inc();
+  }
+}
+
+void ClusterStats::chargeRetryResponse(uint32_t rc) {
+  moe::stats().counter(prefix + "retry.upstream_rq_completed").inc();
+  if (rc >= 100 && rc < 600) moe::stats().counter(prefix + "retry.upstream_rq_" + std::to_string(rc / 100) + "xx").inc();
+  code("retry.", rc).inc();
+}
+
+void ClusterStats::chargeResponseTiming(uint64_t ms, bool internal_request) {
+  moe::stats().histogram(prefix + "upstream_rq_time").record(ms);
+  moe::stats().histogram(prefix + (internal_request ? "internal." : "external.") + "upstream_rq_time").record(ms);
+}
+
+HostStats& ClusterStats::host(const std::string& address) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [a, h] : hosts_) {
+    if (a == address) return *h;
+  }
+  hosts_.emplace_back(address, std::make_unique<HostStats>());
+  return *hosts_.back().second;
+}
+
+std::vector<std::pair<std::string, HostStats*>> ClusterStats::hosts() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::pair<std::string, HostStats*>> out;
+  for (auto& [a, h] : hosts_) out.emplace_back(a, h.get());
+  return out;
+}
+
 std::string Endpoint::str() const {
   if (ip.find(':') != std::string::npos) return "[" + ip + "]:" + std::to_string(port);
   return ip + ":" + std::to_string(port);
@@ -79,15 +144,15 @@ bool overrideMatches(const std::string& host, const Endpoint& ep) {
 
 } // namespace
 
-ClusterImpl::ClusterImpl(const bootstrap::ClusterConfig& config) : config_(config) {
-  // Envoy's cluster stats exist (at 0) from the cluster's creation on.
-  stats().counter("cluster." + config_.name + ".upstream_rq_total");
+ClusterImpl::ClusterImpl(const bootstrap::ClusterConfig& config) : config_(config), stats_(std::make_shared<ClusterStats>(config.name)) {
+  // Envoy's cluster stats exist (at 0) from the cluster's creation on (ClusterStats).
   if (config_.type == bootstrap::ClusterConfig::Type::Static) {
     for (auto& a : config_.endpoints) {
       in6_addr tmp;
       if (inet_pton(AF_INET, a.address.c_str(), &tmp) != 1 && inet_pton(AF_INET6, a.address.c_str(), &tmp) != 1)
         throw std::runtime_error("cluster " + config_.name + ": STATIC endpoint " + a.address + " is not an IP address");
       shared_->endpoints.push_back(Endpoint{a.address, a.port});
+      stats_->host(shared_->endpoints.back().str());
     }
   }
 }
@@ -122,13 +187,14 @@ void ClusterImpl::startDns() {
   if (config_.type != bootstrap::ClusterConfig::Type::StrictDns) return;
   auto first = resolveAll();
   if (first.empty()) MOE_LOG(Warn, "upstream", "cluster %s: no endpoint resolved; serving 503 until one does", config_.name.c_str());
+  for (auto& e : first) stats_->host(e.str());
   {
     std::lock_guard<std::mutex> lock(shared_->mu);
     shared_->endpoints = std::move(first);
   }
   // Detached, holding only the shared state and a copy of the config: a cluster removed by CDS
   // stops it at its next wake-up.
-  std::thread([shared = shared_, config = config_] {
+  std::thread([shared = shared_, stats = stats_, config = config_] {
     for (;;) {
       std::this_thread::sleep_for(std::chrono::milliseconds(config.dns_refresh_rate_ms > 0 ? config.dns_refresh_rate_ms : 5000));
       if (shared->stopped.load()) return;
@@ -137,6 +203,7 @@ void ClusterImpl::startDns() {
         auto one = resolveOne(a, config.name);
         eps.insert(eps.end(), one.begin(), one.end());
       }
+      for (auto& e : eps) stats->host(e.str());
       std::lock_guard<std::mutex> lock(shared->mu);
       shared->endpoints = std::move(eps);
     }
@@ -151,7 +218,7 @@ std::vector<Endpoint> ClusterImpl::endpoints() const {
 ConnPool& ClusterImpl::poolFor(Dispatcher& worker) {
   std::lock_guard<std::mutex> lock(pools_mu_);
   auto& slot = pools_[&worker];
-  if (!slot) slot = std::make_unique<ConnPool>(worker, config_.name, config_.connect_timeout_ms);
+  if (!slot) slot = std::make_unique<ConnPool>(worker, config_.name, config_.connect_timeout_ms, stats_);
   return *slot;
 }
 
@@ -171,15 +238,16 @@ UpstreamRequestPtr ClusterImpl::newRequest(Dispatcher& worker, UpstreamCallbacks
   return pool.newRequest(eps[pool.nextRoundRobin() % eps.size()], cb);
 }
 
-ClusterManagerImpl::ClusterManagerImpl(const std::vector<bootstrap::ClusterConfig>& configs)
-    : cluster_added_(stats().counter("cluster_manager.cluster_added")),
+ClusterManagerImpl::ClusterManagerImpl(const std::vector<bootstrap::ClusterConfig>& configs, bool start_dns)
+    : start_dns_(start_dns),
+      cluster_added_(stats().counter("cluster_manager.cluster_added")),
       cluster_modified_(stats().counter("cluster_manager.cluster_modified")),
       cluster_removed_(stats().counter("cluster_manager.cluster_removed")),
       active_clusters_(stats().gauge("cluster_manager.active_clusters")) {
   for (auto& c : configs) {
     if (by_name_.count(c.name)) throw std::runtime_error("duplicate cluster name " + c.name);
     auto cluster = std::make_shared<ClusterImpl>(c);
-    cluster->startDns();
+    if (start_dns_) cluster->startDns();
     order_.push_back(c.name);
     by_name_[c.name] = Entry{std::move(cluster), false};
     cluster_added_.inc();
@@ -191,6 +259,22 @@ ClusterSharedPtr ClusterManagerImpl::get(const std::string& name) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = by_name_.find(name);
   return it == by_name_.end() ? nullptr : it->second.cluster;
+}
+
+std::vector<ClusterManagerImpl::DynamicCluster> ClusterManagerImpl::dynamicClusters() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<DynamicCluster> out;
+  for (auto& name : order_) {
+    const Entry& e = by_name_.at(name);
+    if (e.added_via_api) out.push_back(DynamicCluster{e.cluster, e.version_info, e.last_updated});
+  }
+  return out;
+}
+
+std::vector<ClusterSharedPtr> ClusterManagerImpl::all() {
+  std::vector<ClusterSharedPtr> out;
+  for (auto& c : clusters()) out.push_back(c);
+  return out;
 }
 
 std::vector<std::shared_ptr<ClusterImpl>> ClusterManagerImpl::clusters() const {
@@ -205,7 +289,8 @@ std::vector<std::shared_ptr<ClusterImpl>> ClusterManagerImpl::clusters() const {
 // cluster_manager_impl.cc addOrUpdateCluster: a static cluster cannot be changed by CDS, an
 // unchanged hash is a no-op, a changed one replaces the cluster (requests in flight keep the old
 // one: they hold it).
-std::string ClusterManagerImpl::onCdsUpdate(const std::vector<bootstrap::ClusterConfig>& clusters) {
+std::string ClusterManagerImpl::onCdsUpdate(const std::vector<bootstrap::ClusterConfig>& clusters,
+                                            const std::string& version_info) {
   std::string errors;
   std::map<std::string, const bootstrap::ClusterConfig*> wanted;
   for (auto& c : clusters) {
@@ -239,7 +324,7 @@ std::string ClusterManagerImpl::onCdsUpdate(const std::vector<bootstrap::Cluster
     if (existing && !cfg->hash.empty() && existing->config().hash == cfg->hash) continue;
     try {
       auto cluster = std::make_shared<ClusterImpl>(*cfg);
-      cluster->startDns();
+      if (start_dns_) cluster->startDns();
       put.emplace_back(name, std::move(cluster));
     } catch (const std::exception& e) {
       errors += name + ": " + e.what() + "\n";
@@ -259,12 +344,14 @@ std::string ClusterManagerImpl::onCdsUpdate(const std::vector<bootstrap::Cluster
       auto it = by_name_.find(name);
       if (it == by_name_.end()) {
         order_.push_back(name);
-        by_name_[name] = Entry{std::move(cluster), true};
+        by_name_[name] = Entry{std::move(cluster), true, version_info, std::chrono::system_clock::now()};
         cluster_added_.inc();
         MOE_LOG(Info, "upstream", "cds: add cluster '%s'", name.c_str());
       } else {
         released.push_back(it->second.cluster);
         it->second.cluster = std::move(cluster);
+        it->second.version_info = version_info;
+        it->second.last_updated = std::chrono::system_clock::now();
         cluster_modified_.inc();
         MOE_LOG(Info, "upstream", "cds: update cluster '%s'", name.c_str());
       }

@@ -3,6 +3,7 @@
 // override-host selection.
 #pragma once
 #include <atomic>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -25,6 +26,8 @@ public:
 
   const std::string& name() const override { return config_.name; }
   std::vector<Endpoint> endpoints() const override;
+  ClusterStats& stats() override { return *stats_; }
+  uint64_t connectTimeoutMs() const override { return config_.connect_timeout_ms; }
   UpstreamRequestPtr newRequest(Dispatcher& worker, UpstreamCallbacks& cb,
                                 const std::optional<std::string>& override_host,
                                 bool override_strict) override;
@@ -45,6 +48,8 @@ private:
     std::atomic<bool> stopped{false};
   };
   const bootstrap::ClusterConfig config_;
+  // Shared with the pools (which a CDS removal retires, not deletes) and the DNS thread.
+  std::shared_ptr<ClusterStats> stats_;
   std::shared_ptr<Shared> shared_ = std::make_shared<Shared>();
   std::mutex pools_mu_;
   std::map<Dispatcher*, std::unique_ptr<ConnPool>> pools_;  // guarded by pools_mu_
@@ -55,22 +60,37 @@ private:
 // cluster_added, cluster_modified, cluster_removed, active_clusters (gauge).
 class ClusterManagerImpl : public ClusterManager {
 public:
-  // Throws std::runtime_error on an invalid or duplicate static cluster.
-  explicit ClusterManagerImpl(const std::vector<bootstrap::ClusterConfig>& configs);
+  // Throws std::runtime_error on an invalid or duplicate static cluster. start_dns=false
+  // (validation): STRICT_DNS clusters resolve nothing, those from CDS neither.
+  ClusterManagerImpl(const std::vector<bootstrap::ClusterConfig>& configs, bool start_dns);
   ClusterSharedPtr get(const std::string& name) override;
+  std::vector<ClusterSharedPtr> all() override;
   // Clusters in order (static first, in bootstrap order; then CDS ones as added).
   std::vector<std::shared_ptr<ClusterImpl>> clusters() const;
 
   // A CDS state-of-the-world update (main thread): clusters not in it that came by CDS are
   // removed, each other one is added, replaced (when its hash changed) or kept. A cluster that
   // fails is skipped and the others applied; the result names the failures ("" = accepted).
-  std::string onCdsUpdate(const std::vector<bootstrap::ClusterConfig>& clusters);
+  // version_info is the update's (shown by /config_dump).
+  std::string onCdsUpdate(const std::vector<bootstrap::ClusterConfig>& clusters, const std::string& version_info = "");
+
+  // The clusters CDS added, in order, for /config_dump's dynamic_active_clusters: each with the
+  // version_info of the update that last added or changed it, and when.
+  struct DynamicCluster {
+    std::shared_ptr<ClusterImpl> cluster;
+    std::string version_info;
+    std::chrono::system_clock::time_point last_updated;
+  };
+  std::vector<DynamicCluster> dynamicClusters() const;
 
 private:
   struct Entry {
     std::shared_ptr<ClusterImpl> cluster;
     bool added_via_api = false;
+    std::string version_info;
+    std::chrono::system_clock::time_point last_updated;
   };
+  const bool start_dns_;
   mutable std::mutex mu_;
   std::map<std::string, Entry> by_name_;  // guarded by mu_
   std::vector<std::string> order_;        // guarded by mu_

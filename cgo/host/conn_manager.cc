@@ -65,8 +65,17 @@ createHttpConnectionManagerFactory(const bootstrap::Listener& config, Server& se
 }
 
 ConnectionManagerStats::ConnectionManagerStats(const std::string& prefix)
-    : downstream_rq_total(moe::stats().counter(prefix + "downstream_rq_total")),
+    : downstream_cx_total(moe::stats().counter(prefix + "downstream_cx_total")),
+      downstream_cx_http1_total(moe::stats().counter(prefix + "downstream_cx_http1_total")),
+      downstream_cx_active(moe::stats().gauge(prefix + "downstream_cx_active")),
+      downstream_cx_http1_active(moe::stats().gauge(prefix + "downstream_cx_http1_active")),
+      downstream_cx_destroy(moe::stats().counter(prefix + "downstream_cx_destroy")),
+      downstream_cx_length_ms(moe::stats().histogram(prefix + "downstream_cx_length_ms")),
+      downstream_rq_total(moe::stats().counter(prefix + "downstream_rq_total")),
+      downstream_rq_http1_total(moe::stats().counter(prefix + "downstream_rq_http1_total")),
+      downstream_rq_completed(moe::stats().counter(prefix + "downstream_rq_completed")),
       downstream_rq_active(moe::stats().gauge(prefix + "downstream_rq_active")),
+      downstream_rq_time(moe::stats().histogram(prefix + "downstream_rq_time")),
       downstream_cx_destroy_remote_active_rq(
           moe::stats().counter(prefix + "downstream_cx_destroy_remote_active_rq")),
       downstream_rq_response_before_rq_complete(
@@ -80,6 +89,13 @@ ConnectionManagerStats::ConnectionManagerStats(const std::string& prefix)
           moe::stats().counter(prefix + "downstream_flow_control_paused_reading_total")),
       downstream_flow_control_resumed_reading_total(
           moe::stats().counter(prefix + "downstream_flow_control_resumed_reading_total")) {
+  for (int i = 0; i < 5; i++) {
+    downstream_rq_xx[i] = &moe::stats().counter(prefix + "downstream_rq_" + std::to_string(i + 1) + "xx");
+  }
+}
+
+ConnectionManagerListenerStats::ConnectionManagerListenerStats(const std::string& prefix)
+    : downstream_rq_completed(moe::stats().counter(prefix + "downstream_rq_completed")) {
   for (int i = 0; i < 5; i++) {
     downstream_rq_xx[i] = &moe::stats().counter(prefix + "downstream_rq_" + std::to_string(i + 1) + "xx");
   }
@@ -104,12 +120,25 @@ HttpConnectionManagerFactoryImpl::HttpConnectionManagerFactoryImpl(const bootstr
     }
     filters_.push_back(std::move(ff));
   }
+  // Opened now: a file that cannot be opened rejects the config ("unable to open file").
+  for (auto& al : config_.hcm.access_log) access_logs_.push_back(std::make_unique<AccessLogInstance>(al));
   // After the filters: per-route golang configs are parsed for libraries already loaded.
   if (config_.hcm.rds) {
     route_provider_ = rdsRouteConfigProvider(*config_.hcm.rds, filter_stats_prefix);
   } else {
     route_provider_ = staticRouteConfigProvider(config_.hcm.route_config);
   }
+}
+
+// Envoy names a listener's stats scope after its address, ':' replaced ("listener.127.0.0.1_10000.";
+// Address::Instance::asString and the listener's stat prefix, listener_impl.cc).
+void HttpConnectionManagerFactoryImpl::setListenerAddress(const std::string& ip, uint16_t port) {
+  std::string addr = ip.find(':') != std::string::npos ? "[" + ip + "]:" + std::to_string(port) : ip + ":" + std::to_string(port);
+  for (char& c : addr) {
+    if (c == ':') c = '_';
+  }
+  listener_stats_ = std::make_unique<ConnectionManagerListenerStats>("listener." + addr + ".http." +
+                                                                     config_.hcm.stat_prefix + ".");
 }
 
 std::unique_ptr<ServerConnectionCallbacks>
@@ -130,6 +159,7 @@ void HttpConnectionManagerFactoryImpl::createFilterChain(FilterManager& fm, uint
       fm.addStreamDecoderFilter(std::make_shared<RouterFilter>(server_.clusterManager()));
     }
   }
+  for (auto& al : access_logs_) fm.addConnectionManagerAccessLog(al.get());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -139,11 +169,24 @@ void HttpConnectionManagerFactoryImpl::createFilterChain(FilterManager& fm, uint
 ConnectionManager::ConnectionManager(std::shared_ptr<HttpConnectionManagerFactoryImpl> factory, Dispatcher& worker,
                                      const ConnectionInfo& conn)
     : factory_(std::move(factory)), worker_(worker),
-      worker_id_(workerIdFromName(worker.name(), worker.workerId())), conn_(conn) {}
+      worker_id_(workerIdFromName(worker.name(), worker.workerId())), conn_(conn) {
+  // conn_manager_impl.cc: a new HTTP/1 connection.
+  auto& st = factory_->stats();
+  st.downstream_cx_total.inc();
+  st.downstream_cx_http1_total.inc();
+  st.downstream_cx_active.add(1);
+  st.downstream_cx_http1_active.add(1);
+}
 
 ConnectionManager::~ConnectionManager() {
   // A stream still active when the connection object goes is reset now.
   onConnectionClose();
+  auto& st = factory_->stats();
+  st.downstream_cx_active.sub(1);
+  st.downstream_cx_http1_active.sub(1);
+  st.downstream_cx_destroy.inc();
+  st.downstream_cx_length_ms.record(static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - created_).count()));
 }
 
 RequestDecoder& ConnectionManager::newStream(ResponseEncoder& encoder) {
@@ -190,6 +233,7 @@ ActiveStream::ActiveStream(ConnectionManager& parent, ResponseEncoder& encoder, 
   info_.protocol = encoder.protocol();
   g_active_streams.fetch_add(1);
   parent_.factory().stats().downstream_rq_total.inc();
+  parent_.factory().stats().downstream_rq_http1_total.inc();
   parent_.factory().stats().downstream_rq_active.add(1);
   // The codec creates the stream on the request's first byte; the filter chain is created
   // with the headers (conn_manager_impl.cc decodeHeaders -> createDownstreamFilterChain), so a
@@ -333,8 +377,15 @@ void ActiveStream::onResetStream(StreamResetReason reason) {
 
 void ActiveStream::encodeHeadersToCodec(HeaderMap& headers, bool end_stream) {
   if (!encoder_) return;
+  // conn_manager_impl.cc chargeStats: the HCM's and the listener's response stats.
   int status = headers.status();
-  if (status >= 100 && status < 600) parent_.factory().stats().downstream_rq_xx[status / 100 - 1]->inc();
+  parent_.factory().stats().downstream_rq_completed.inc();
+  ConnectionManagerListenerStats* ls = parent_.factory().listenerStats();
+  if (ls) ls->downstream_rq_completed.inc();
+  if (status >= 100 && status < 600) {
+    parent_.factory().stats().downstream_rq_xx[status / 100 - 1]->inc();
+    if (ls) ls->downstream_rq_xx[status / 100 - 1]->inc();
+  }
   // Draining (SIGTERM), DrainConnectionUponCompletion, or a response that starts before the
   // request ended (HTTP/1 then closes: conn_manager_impl.cc ActiveStream::encodeHeaders,
   // !remoteDecodeComplete -> DrainState::Closing): "connection: close" and close after.
@@ -358,6 +409,7 @@ void ActiveStream::encodeHeadersToCodec(HeaderMap& headers, bool end_stream) {
   resetIdleTimer();
   ResponseEncoder* enc = encoder_;
   if (end_stream) encoder_ = nullptr; // the codec may free the encoder once the response ends
+  if (end_stream) info_.last_downstream_tx = std::chrono::steady_clock::now();
   enc->encodeHeaders(headers, end_stream);
   if (end_stream) endStream();
 }
@@ -367,6 +419,7 @@ void ActiveStream::encodeDataToCodec(Buffer& data, bool end_stream) {
   resetIdleTimer();
   ResponseEncoder* enc = encoder_;
   if (end_stream) encoder_ = nullptr;
+  if (end_stream) info_.last_downstream_tx = std::chrono::steady_clock::now();
   enc->encodeData(data, end_stream);
   if (end_stream) endStream();
 }
@@ -375,6 +428,7 @@ void ActiveStream::encodeTrailersToCodec(HeaderMap& trailers) {
   if (!encoder_) return;
   ResponseEncoder* enc = encoder_;
   encoder_ = nullptr;
+  info_.last_downstream_tx = std::chrono::steady_clock::now();
   enc->encodeTrailers(trailers);
   endStream();
 }
@@ -429,6 +483,9 @@ void ActiveStream::endStream() {
   if (request_header_timer_) request_header_timer_->disableTimer();
   info_.completed = std::chrono::steady_clock::now();
   parent_.factory().stats().downstream_rq_active.sub(1);
+  // completeRequest: downstream_rq_time from the stream's start.
+  parent_.factory().stats().downstream_rq_time.record(static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(*info_.completed - info_.start_steady).count()));
   g_active_streams.fetch_sub(1);
   filter_manager_.onStreamComplete();
   filter_manager_.log(AccessLogType::DownstreamEnd);

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "access_log.h"
 #include "bootstrap.h"
 #include "filter_manager.h"
 #include "golang_filter.h"
@@ -24,9 +25,18 @@ namespace moe {
 // Envoy's ConnectionManagerNamedStats subset, under "http.<stat_prefix>.".
 struct ConnectionManagerStats {
   explicit ConnectionManagerStats(const std::string& prefix);
+  Counter& downstream_cx_total;
+  Counter& downstream_cx_http1_total;
+  Gauge& downstream_cx_active;
+  Gauge& downstream_cx_http1_active;
+  Counter& downstream_cx_destroy;
+  Histogram& downstream_cx_length_ms;
   Counter& downstream_rq_total;
+  Counter& downstream_rq_http1_total;
+  Counter& downstream_rq_completed;
   Counter* downstream_rq_xx[5]; // 1xx..5xx
   Gauge& downstream_rq_active;
+  Histogram& downstream_rq_time;
   Counter& downstream_cx_destroy_remote_active_rq;
   Counter& downstream_rq_response_before_rq_complete;
   Counter& downstream_rq_idle_timeout;
@@ -38,6 +48,14 @@ struct ConnectionManagerStats {
   Counter& downstream_flow_control_resumed_reading_total;
 };
 
+// The listener's view of its HTTP connection manager ("listener.<address>.http.<stat_prefix>.",
+// Envoy's ConnectionManagerListenerStats).
+struct ConnectionManagerListenerStats {
+  explicit ConnectionManagerListenerStats(const std::string& prefix);
+  Counter& downstream_rq_completed;
+  Counter* downstream_rq_xx[5];
+};
+
 class HttpConnectionManagerFactoryImpl : public HttpConnectionManagerFactory {
 public:
   HttpConnectionManagerFactoryImpl(const bootstrap::Listener& config, Server& server);
@@ -45,6 +63,7 @@ public:
   std::unique_ptr<ServerConnectionCallbacks>
   createConnectionManager(Dispatcher& worker, const ConnectionInfo& conn) override;
   uint32_t maxRequestHeadersBytes() const override { return config_.hcm.max_request_headers_kb * 1024; }
+  void setListenerAddress(const std::string& ip, uint16_t port) override;
 
   // Adds this listener's http filters to a new stream (Envoy's FilterChainFactory).
   void createFilterChain(FilterManager& fm, uint32_t worker_id) const;
@@ -54,6 +73,8 @@ public:
   RouteConfigConstSharedPtr routeConfig() const { return route_provider_->config(); }
   Server& server() { return server_; }
   ConnectionManagerStats& stats() { return stats_; }
+  // Set before the workers start (setListenerAddress).
+  ConnectionManagerListenerStats* listenerStats() { return listener_stats_.get(); }
 
 private:
   struct FilterFactory {
@@ -64,8 +85,10 @@ private:
   const bootstrap::Listener config_;
   Server& server_;
   std::vector<FilterFactory> filters_;
+  std::vector<std::unique_ptr<AccessLogInstance>> access_logs_;
   RouteConfigProviderSharedPtr route_provider_; // inline route_config or RDS
   ConnectionManagerStats stats_;
+  std::unique_ptr<ConnectionManagerListenerStats> listener_stats_;
 };
 
 class ConnectionManager;
@@ -141,6 +164,7 @@ private:
   Dispatcher& worker_;
   uint32_t worker_id_;
   ConnectionInfo conn_;
+  std::chrono::steady_clock::time_point created_ = std::chrono::steady_clock::now();
   std::list<std::unique_ptr<ActiveStream>> streams_;
   bool counted_remote_close_ = false;
 };

@@ -87,7 +87,7 @@ void UpstreamRequestImpl::postIfAlive(std::function<void(UpstreamRequestImpl&)> 
 UpstreamConnection::UpstreamConnection(ConnPool& pool, Dispatcher& dispatcher, const Endpoint& endpoint,
                                        uint64_t connect_timeout_ms)
     : pool_(pool), dispatcher_(dispatcher), endpoint_(endpoint), host_(endpoint.str()),
-      connect_timeout_ms_(connect_timeout_ms), parser_(*this) {}
+      connect_timeout_ms_(connect_timeout_ms), parser_(*this), host_stats_(pool.stats_.host(host_)) {}
 
 UpstreamConnection::~UpstreamConnection() {
   connect_timer_.reset();
@@ -232,6 +232,11 @@ void UpstreamConnection::onEvent(short what) {
   if (what & BEV_EVENT_CONNECTED) {
     connected_ = true;
     connect_timer_->disableTimer();
+    // Envoy's ConnectionImpl / ActiveClient: active connections and connect latency.
+    pool_.stats_.upstream_cx_active.add(1);
+    host_stats_.cx_active.add(1);
+    pool_.stats_.upstream_cx_connect_ms.record(static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - connect_start_).count()));
     if (request_ != nullptr) request_->cb_.onPoolReady(host_);
     return;
   }
@@ -242,12 +247,13 @@ void UpstreamConnection::onEvent(short what) {
     if (getsockopt(bufferevent_getfd(bev_), SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err == 0)
       err = EVUTIL_SOCKET_ERROR();
     if (err == 0) err = ECONNREFUSED;
-    pool_.countConnectFailure(false);
+    pool_.countConnectFailure(false, host_stats_);
     MOE_LOG(Debug, "upstream", "connect to %s failed: %s", host_.c_str(), strerror(err));
     // Envoy's transport failure reason for a failed connect (connection_impl.cc).
     fail(UpstreamResetReason::ConnectionFailure, "delayed connect error: " + std::to_string(err));
     return;
   }
+  remote_close_ = true;
   if (request_ == nullptr) {
     close();  // an idle keep-alive connection closed by the upstream
     return;
@@ -260,7 +266,7 @@ void UpstreamConnection::onEvent(short what) {
 
 void UpstreamConnection::onConnectTimeout() {
   if (closed_ || connected_) return;
-  pool_.countConnectFailure(true);
+  pool_.countConnectFailure(true, host_stats_);
   fail(UpstreamResetReason::ConnectionFailure, "connect timeout");
 }
 
@@ -328,6 +334,12 @@ void UpstreamConnection::fail(UpstreamResetReason reason, const std::string& det
 void UpstreamConnection::close() {
   if (closed_) return;
   closed_ = true;
+  if (connected_) {
+    pool_.stats_.upstream_cx_active.sub(1);
+    host_stats_.cx_active.sub(1);
+    pool_.stats_.upstream_cx_destroy.inc();
+    (remote_close_ ? pool_.stats_.upstream_cx_destroy_remote : pool_.stats_.upstream_cx_destroy_local).inc();
+  }
   parser_.stop();
   if (bev_ != nullptr) {
     bufferevent_disable(bev_, EV_READ | EV_WRITE);
@@ -345,8 +357,11 @@ void UpstreamConnection::close() {
 
 // ---- ConnPool ----
 
-ConnPool::ConnPool(Dispatcher& dispatcher, std::string cluster_name, uint64_t connect_timeout_ms)
-    : dispatcher_(dispatcher), cluster_name_(std::move(cluster_name)), connect_timeout_ms_(connect_timeout_ms) {}
+ConnPool::ConnPool(Dispatcher& dispatcher, std::string cluster_name, uint64_t connect_timeout_ms,
+                   std::shared_ptr<ClusterStats> stats)
+    : dispatcher_(dispatcher), cluster_name_(std::move(cluster_name)), stats_owner_(std::move(stats)),
+      stats_(*stats_owner_),
+      connect_timeout_ms_(connect_timeout_ms) {}
 
 UpstreamRequestPtr ConnPool::newRequest(const Endpoint& endpoint, UpstreamCallbacks& cb) {
   auto request = std::make_unique<UpstreamRequestImpl>(dispatcher_, cb);
@@ -367,11 +382,12 @@ UpstreamRequestPtr ConnPool::newRequest(const Endpoint& endpoint, UpstreamCallba
   auto* conn = new UpstreamConnection(*this, dispatcher_, endpoint, connect_timeout_ms_);
   all_.insert(conn);
   stats().counter("moe_host.upstream_cx_total").inc();
-  stats().counter("cluster." + cluster_name_ + ".upstream_cx_total").inc();
+  stats_.upstream_cx_total.inc();
+  stats_.host(conn->host()).cx_total.inc();
   conn->attach(request.get());
   int err = 0;
   if (!conn->connect(&err)) {
-    countConnectFailure(false);
+    countConnectFailure(false, stats_.host(conn->host()));
     MOE_LOG(Debug, "upstream", "connect to %s failed immediately: %s", conn->host().c_str(), strerror(err));
     // Envoy's failure reason when connect(2) itself fails (connection_impl.cc
     // ClientConnectionImpl::connect), reported from the loop like every connect failure.
@@ -397,13 +413,15 @@ UpstreamRequestPtr ConnPool::failedRequest(UpstreamCallbacks& cb, UpstreamResetR
   return request;
 }
 
-void ConnPool::countConnectFailure(bool timeout) {
-  // Host-wide counters plus Envoy's per-cluster names (cluster.<name>.upstream_cx_connect_*).
+void ConnPool::countConnectFailure(bool timeout, HostStats& host) {
+  // Host-wide counters plus Envoy's per-cluster names (cluster.<name>.upstream_cx_connect_*)
+  // and the host's cx_connect_fail.
   stats().counter("moe_host.upstream_cx_connect_fail").inc();
-  stats().counter("cluster." + cluster_name_ + ".upstream_cx_connect_fail").inc();
+  stats_.upstream_cx_connect_fail.inc();
+  host.cx_connect_fail.inc();
   if (timeout) {
     stats().counter("moe_host.upstream_cx_connect_timeout").inc();
-    stats().counter("cluster." + cluster_name_ + ".upstream_cx_connect_timeout").inc();
+    stats_.upstream_cx_connect_timeout.inc();
   }
 }
 

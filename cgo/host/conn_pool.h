@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <chrono>
 #include <unordered_set>
 
 #include "dispatcher.h"
@@ -94,6 +95,8 @@ private:
   TimerPtr connect_timer_;
   ResponseParser parser_;
   UpstreamRequestImpl* request_ = nullptr;
+  HostStats& host_stats_;
+  std::chrono::steady_clock::time_point connect_start_ = std::chrono::steady_clock::now();
   bool connected_ = false;
   bool closed_ = false;
   // Flow control: reads paused while read_disable_count_ > 0 (bytes already read stay in the
@@ -102,11 +105,15 @@ private:
   uint32_t read_disable_count_ = 0;
   TimerPtr resume_timer_;
   bool above_write_high_ = false;
+  bool remote_close_ = false;  // the upstream closed it (upstream_cx_destroy_remote)
 };
 
 class ConnPool {
 public:
-  ConnPool(Dispatcher& dispatcher, std::string cluster_name, uint64_t connect_timeout_ms);
+  // stats: kept alive by the pool, which a cluster removed or replaced by CDS retires (its
+  // connections still count on it).
+  ConnPool(Dispatcher& dispatcher, std::string cluster_name, uint64_t connect_timeout_ms,
+           std::shared_ptr<ClusterStats> stats);
 
   UpstreamRequestPtr newRequest(const Endpoint& endpoint, UpstreamCallbacks& cb);
   // A request that fails from the event loop with reason/details (e.g. strict override host).
@@ -118,12 +125,14 @@ private:
   friend class UpstreamConnection;
   void onConnectionIdle(UpstreamConnection* conn);
   void onConnectionClosed(UpstreamConnection* conn);
-  void countConnectFailure(bool timeout);
+  void countConnectFailure(bool timeout, HostStats& host);
   // cluster.<name>.upstream_cx_protocol_error
   void countProtocolError();
 
   Dispatcher& dispatcher_;
   const std::string cluster_name_;
+  const std::shared_ptr<ClusterStats> stats_owner_;
+  ClusterStats& stats_;
   const uint64_t connect_timeout_ms_;
   std::map<std::string, std::list<UpstreamConnection*>> idle_;  // endpoint str -> idle conns
   std::unordered_set<UpstreamConnection*> all_;

@@ -1,5 +1,6 @@
 #include "filter_manager.h"
 
+#include "access_log.h"
 #include "logger.h"
 
 namespace moe {
@@ -201,6 +202,7 @@ public:
   void removeDownstreamWatermarkCallbacks(DownstreamWatermarkCallbacks& cb) override {
     parent_.removeDownstreamWatermarkCallbacks(cb);
   }
+  const Buffer* decodingBuffer() override { return parent_.buffered_request_data_.get(); }
 
   std::shared_ptr<StreamDecoderFilter> handle_;
 
@@ -646,6 +648,15 @@ FilterManager::LocalReply FilterManager::prepareLocalReply(int code, std::string
   reply.headers = std::make_unique<HeaderMap>();
   HeaderMap& headers = *reply.headers;
   headers.addCopy(":status", std::to_string(code));
+  // DownstreamFilterManager's modify_headers: finalizeHeaders (the route's response header
+  // lists, when the stream's route is a route entry; a direct response applies them through its
+  // own modify), then the caller's.
+  if (cached_route_ && cached_route_->route && cached_route_->route->route) {
+    FormatContext ctx;
+    ctx.request_headers = request_headers_.get();
+    ctx.response_headers = &headers;
+    cached_route_->finalizeResponseHeaders(headers, ctx, info_);
+  }
   if (modify) modify(headers);
   if (is_grpc_request_) {
     // A trailers-only gRPC response: 200, grpc-status (unless the caller set one) from the given
@@ -731,6 +742,13 @@ void FilterManager::log(AccessLogType type) {
   for (auto& h : access_loggers_) {
     h->log(type, request_headers_.get(), response_headers_.get(), response_trailers_.get());
   }
+  if (hcm_access_logs_.empty()) return;
+  FormatContext ctx;
+  ctx.request_headers = request_headers_.get();
+  ctx.response_headers = response_headers_.get();
+  ctx.response_trailers = response_trailers_.get();
+  ctx.access_log_type = type;
+  for (const AccessLogInstance* l : hcm_access_logs_) l->log(ctx, info_);
 }
 
 void FilterManager::destroyFilters() {

@@ -29,7 +29,6 @@ namespace moe {
 enum class FilterHeadersStatus { Continue, StopIteration };
 enum class FilterDataStatus { Continue, StopIterationAndBuffer, StopIterationAndWatermark, StopIterationNoBuffer };
 enum class FilterTrailersStatus { Continue, StopIteration };
-enum class AccessLogType { DownstreamStart = 4, DownstreamPeriodic = 5, DownstreamEnd = 6 };
 
 using ModifyHeadersCb = std::function<void(HeaderMap&)>;
 
@@ -82,6 +81,8 @@ public:
   virtual void onDecoderFilterAboveWriteBufferHighWatermark() = 0;
   virtual void onDecoderFilterBelowWriteBufferLowWatermark() = 0;
   virtual const HeaderMap* requestHeaders() = 0;
+  // The request data the filter manager holds (Envoy's decodingBuffer()), or nullptr.
+  virtual const Buffer* decodingBuffer() = 0;
 };
 
 class StreamEncoderFilterCallbacks : public virtual StreamFilterCallbacks {
@@ -144,6 +145,7 @@ public:
   virtual void onUpgradeRejected() {}
 };
 
+class AccessLogInstance;
 class ActiveStreamFilterBase;
 class ActiveStreamDecoderFilter;
 class ActiveStreamEncoderFilter;
@@ -158,6 +160,9 @@ public:
   void addStreamEncoderFilter(std::shared_ptr<StreamEncoderFilter> filter);
   void addStreamFilter(std::shared_ptr<StreamFilter> filter);
   void addAccessLogHandler(std::shared_ptr<AccessLogHandler> handler);
+  // The connection manager's access_log: logged after the filters' handlers, with every log
+  // type (conn_manager_impl.cc ActiveStream::log).
+  void addConnectionManagerAccessLog(const AccessLogInstance* log) { hcm_access_logs_.push_back(log); }
 
   // conn_manager_impl.cc:1571: log(DownstreamStart) after the route is resolved, before the
   // filters see the headers.
@@ -248,6 +253,7 @@ private:
   std::vector<std::unique_ptr<ActiveStreamDecoderFilter>> decoders_;  // decode order
   std::vector<std::unique_ptr<ActiveStreamEncoderFilter>> encoders_;  // encode order (reverse config)
   std::vector<std::shared_ptr<AccessLogHandler>> access_loggers_;
+  std::vector<const AccessLogInstance*> hcm_access_logs_;
   // Each filter once, in configuration order (a dual filter appears once).
   std::vector<StreamFilterBase*> unique_filters_;
 

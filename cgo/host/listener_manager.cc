@@ -2,6 +2,7 @@
 
 #include <http_parser.h>
 
+#include <arpa/inet.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -47,8 +48,18 @@ bool HttpConnectionManagerFactory::drainClose() const {
 // ListenerManager
 // ---------------------------------------------------------------------------------------------
 
-ListenerManager::ListenerManager(Server& server, std::vector<Worker*> workers, uint64_t drain_time_ms)
-    : server_(server), workers_(std::move(workers)), drain_time_ms_(drain_time_ms),
+namespace {
+// Validation binds nothing, but the address must be one a listener could bind.
+void checkListenAddress(const std::string& ip) {
+  in6_addr tmp;
+  if (inet_pton(AF_INET, ip.c_str(), &tmp) != 1 && inet_pton(AF_INET6, ip.c_str(), &tmp) != 1)
+    throw std::runtime_error("listener address " + ip + " is not an IP address");
+}
+} // namespace
+
+ListenerManager::ListenerManager(Server& server, std::vector<Worker*> workers, uint64_t drain_time_ms,
+                                 bool validate_only)
+    : server_(server), workers_(std::move(workers)), drain_time_ms_(drain_time_ms), validate_only_(validate_only),
       listener_added_(stats().counter("listener_manager.listener_added")),
       listener_modified_(stats().counter("listener_manager.listener_modified")),
       listener_removed_(stats().counter("listener_manager.listener_removed")),
@@ -92,6 +103,8 @@ uint16_t ListenerManager::bindAndAdd(uint64_t tag, const bootstrap::Listener& co
     listener_create_failure_.inc();
     throw;
   }
+  // Its stats are named after the bound address; set before any worker accepts for it.
+  factory->setListenerAddress(config.address.address, port);
   for (size_t i = 0; i < workers_.size(); i++) {
     workers_[i]->addListener(tag, fds[i], factory, config.per_connection_buffer_limit_bytes);
     listener_create_success_.inc();
@@ -104,14 +117,21 @@ uint16_t ListenerManager::bindAndAdd(uint64_t tag, const bootstrap::Listener& co
 void ListenerManager::addStaticListener(const bootstrap::Listener& config) { addOrUpdate(config, false); }
 
 // listener_manager_impl.cc addOrUpdateListenerInternal.
-void ListenerManager::addOrUpdate(const bootstrap::Listener& config, bool via_api) {
+void ListenerManager::addOrUpdate(const bootstrap::Listener& config, bool via_api, const std::string& version_info) {
   auto it = active_.find(config.name);
   if (it == active_.end()) {
     ActiveListener l;
     l.config = config;
     l.added_via_api = via_api;
+    l.version_info = version_info;
+    l.last_updated = std::chrono::system_clock::now();
     l.factory = createFactory(config);
     l.tag = next_tag_++;
+    if (validate_only_) {
+      checkListenAddress(config.address.address);
+      active_[config.name] = std::move(l);
+      return;
+    }
     l.port = bindAndAdd(l.tag, config, l.factory);
     active_[config.name] = std::move(l);
     listener_added_.inc();
@@ -134,6 +154,7 @@ void ListenerManager::addOrUpdate(const bootstrap::Listener& config, bool via_ap
   if (same_socket) {
     // The sockets stay; accepts switch to the new factory (Envoy: the new listener takes the
     // old one's socket, listener_manager_impl.cc setupSocketFactoryForListener).
+    factory->setListenerAddress(config.address.address, old.port);
     for (auto* w : workers_) w->updateListener(old.tag, factory, config.per_connection_buffer_limit_bytes);
     if (config.per_connection_buffer_limit_bytes == old.config.per_connection_buffer_limit_bytes)
       listener_in_place_updated_.inc();
@@ -146,6 +167,8 @@ void ListenerManager::addOrUpdate(const bootstrap::Listener& config, bool via_ap
   }
   old.config = config;
   old.factory = factory;
+  old.version_info = version_info;
+  old.last_updated = std::chrono::system_clock::now();
   listener_modified_.inc();
   MOE_LOG(Info, "main", "listener %s updated; draining the connections of the previous version", config.name.c_str());
   drain(std::move(previous));
@@ -180,6 +203,14 @@ void ListenerManager::drain(std::shared_ptr<HttpConnectionManagerFactory> factor
   updateGauges();
 }
 
+std::vector<ListenerManager::DynamicListener> ListenerManager::dynamicListeners() const {
+  std::vector<DynamicListener> out;
+  for (auto& [name, l] : active_) {
+    if (l.added_via_api) out.push_back(DynamicListener{&l.config, l.version_info, l.last_updated});
+  }
+  return out;
+}
+
 void ListenerManager::updateGauges() {
   total_listeners_active_.set(static_cast<int64_t>(active_.size()));
   total_listeners_draining_.set(static_cast<int64_t>(draining_.size()));
@@ -187,7 +218,8 @@ void ListenerManager::updateGauges() {
 
 // lds_api.cc onConfigUpdate (state of the world): removals first, so a listener may take the
 // address of one that goes; then each resource; failures are collected.
-std::string ListenerManager::onLdsUpdate(const std::vector<bootstrap::Listener>& listeners) {
+std::string ListenerManager::onLdsUpdate(const std::vector<bootstrap::Listener>& listeners,
+                                         const std::string& version_info) {
   std::map<std::string, const bootstrap::Listener*> wanted;
   for (auto& l : listeners) wanted.emplace(l.name, &l);
   std::vector<std::string> to_remove;
@@ -206,7 +238,7 @@ std::string ListenerManager::onLdsUpdate(const std::vector<bootstrap::Listener>&
     }
     seen[l.name] = true;
     try {
-      addOrUpdate(l, true);
+      addOrUpdate(l, true, version_info);
     } catch (const std::exception& e) {
       MOE_LOG(Warn, "main", "lds: listener '%s' config rejected: %s", l.name.c_str(), e.what());
       message += l.name + ": " + e.what() + "\n";

@@ -15,6 +15,7 @@
 // listener_in_place_updated, listener_create_success, listener_create_failure,
 // total_listeners_active, total_listeners_draining.
 #pragma once
+#include <chrono>
 #include <cstdint>
 #include <list>
 #include <map>
@@ -33,7 +34,9 @@ class Worker;
 
 class ListenerManager {
 public:
-  ListenerManager(Server& server, std::vector<Worker*> workers, uint64_t drain_time_ms);
+  // validate_only (--mode validate): listeners are created (golang configs parsed, access log
+  // files opened) and their addresses checked, but nothing is bound.
+  ListenerManager(Server& server, std::vector<Worker*> workers, uint64_t drain_time_ms, bool validate_only = false);
 
   // A bootstrap listener. Throws std::runtime_error when it cannot be created (the host then
   // exits 1, as Envoy rejects the bootstrap).
@@ -42,7 +45,17 @@ public:
   // first, then each one is added, updated (when its hash changed) or skipped. A listener that
   // cannot be created is skipped, the others applied; the result names the failures
   // ("" = accepted), and the subscription counts it as rejected (lds_api.cc).
-  std::string onLdsUpdate(const std::vector<bootstrap::Listener>& listeners);
+  // version_info is the update's (shown by /config_dump).
+  std::string onLdsUpdate(const std::vector<bootstrap::Listener>& listeners, const std::string& version_info = "");
+
+  // The listeners LDS added, by name, for /config_dump's dynamic_listeners: each with the
+  // version_info of the update that last added or changed it, and when. Main thread.
+  struct DynamicListener {
+    const bootstrap::Listener* config;
+    std::string version_info;
+    std::chrono::system_clock::time_point last_updated;
+  };
+  std::vector<DynamicListener> dynamicListeners() const;
 
 private:
   struct ActiveListener {
@@ -51,6 +64,8 @@ private:
     std::shared_ptr<HttpConnectionManagerFactory> factory;
     uint64_t tag = 0;   // identifies its sockets on the workers
     uint16_t port = 0;  // the bound port
+    std::string version_info;  // LDS: the update that last added or changed it
+    std::chrono::system_clock::time_point last_updated;
   };
 
   // Creates the factory (parsing golang configs: throws when Go rejects one) and wraps it so
@@ -59,7 +74,7 @@ private:
   // Binds one socket per worker and starts accepting there; returns the bound port.
   uint16_t bindAndAdd(uint64_t tag, const bootstrap::Listener& config,
                       const std::shared_ptr<HttpConnectionManagerFactory>& factory);
-  void addOrUpdate(const bootstrap::Listener& config, bool via_api);
+  void addOrUpdate(const bootstrap::Listener& config, bool via_api, const std::string& version_info = "");
   bool removeListener(const std::string& name);
   void drain(std::shared_ptr<HttpConnectionManagerFactory> factory);
   void updateGauges();
@@ -67,6 +82,7 @@ private:
   Server& server_;
   std::vector<Worker*> workers_;
   const uint64_t drain_time_ms_;
+  const bool validate_only_;
   uint64_t next_tag_ = 1;
   std::map<std::string, ActiveListener> active_;
   struct Draining {

@@ -3,6 +3,7 @@
 // SIGHUP/SIGUSR1 handled as Envoy does.
 #include <event2/event.h>
 #include <event2/thread.h>
+#include <arpa/inet.h>
 #include <http_parser.h>
 #include <limits.h>
 #include <signal.h>
@@ -22,15 +23,18 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "access_log.h"
 #include "admin.h"
 #include "bootstrap.h"
 #include "cluster.h"
+#include "config_dump.h"
 #include "dispatcher_impl.h"
 #include "dso.h"
 #include "file_watcher.h"
 #include "listener_manager.h"
 #include "logger.h"
 #include "moectl_runner.h"
+#include "options.h"
 #include "server.h"
 #include "stats.h"
 #include "upstream_guard.h"
@@ -50,70 +54,6 @@ bool leakCheckEnabled() {
 
 namespace moe {
 namespace {
-
-[[noreturn]] void usageError(const std::string& msg) {
-  fprintf(stderr, "moe-host: %s\n", msg.c_str());
-  fprintf(stderr,
-          "usage: moe-host -c FILE [--concurrency N] [-l LEVEL] [--drain-time-s N] "
-          "[--base-id N] [--disable-hot-restart]\n");
-  exit(1);
-}
-
-bool parseUint(const std::string& s, uint64_t* out) {
-  if (s.empty()) return false;
-  char* end = nullptr;
-  errno = 0;
-  unsigned long long v = strtoull(s.c_str(), &end, 10);
-  if (errno != 0 || *end != '\0' || s[0] == '-') return false;
-  *out = v;
-  return true;
-}
-
-Options parseArgs(int argc, char** argv) {
-  Options o;
-  bool have_config = false;
-  for (int i = 1; i < argc; i++) {
-    std::string arg = argv[i];
-    std::string value;
-    bool has_inline_value = false;
-    if (arg.rfind("--", 0) == 0) {
-      size_t eq = arg.find('=');
-      if (eq != std::string::npos) {
-        value = arg.substr(eq + 1);
-        arg = arg.substr(0, eq);
-        has_inline_value = true;
-      }
-    }
-    auto next = [&]() -> std::string {
-      if (has_inline_value) return value;
-      if (i + 1 >= argc) usageError("missing value for " + arg);
-      return argv[++i];
-    };
-    if (arg == "-c" || arg == "--config-path") {
-      o.config_path = next();
-      have_config = true;
-    } else if (arg == "--concurrency") {
-      uint64_t n;
-      if (!parseUint(next(), &n) || n == 0 || n > 1024) usageError("invalid --concurrency");
-      o.concurrency = static_cast<uint32_t>(n);
-    } else if (arg == "-l" || arg == "--log-level") {
-      std::string level = next();
-      if (!parseLogLevel(level, &o.log_level)) usageError("invalid log level \"" + level + "\"");
-    } else if (arg == "--drain-time-s") {
-      uint64_t n;
-      if (!parseUint(next(), &n)) usageError("invalid --drain-time-s");
-      o.drain_time_ms = n * 1000;
-    } else if (arg == "--base-id") {
-      next();  // hot restart is not supported; accepted for command-line compatibility
-    } else if (arg == "--disable-hot-restart") {
-      if (has_inline_value) usageError("--disable-hot-restart takes no value");
-    } else {
-      usageError("unknown flag " + arg);
-    }
-  }
-  if (!have_config) usageError("-c/--config-path is required");
-  return o;
-}
 
 std::string readFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -149,73 +89,130 @@ public:
   Dispatcher& worker(uint32_t id) override { return workers_.at(id)->dispatcher(); }
   bool draining() const override { return draining_.load(); }
 
-  int run(const bootstrap::Bootstrap& config) {
+  // Builds everything the bootstrap describes (Envoy's InstanceImpl::initialize): clusters,
+  // listener factories (golang libraries loaded and their configs parsed by Go), and, unless
+  // only validating, the listen sockets and the admin listener. Throws on a rejected config.
+  void init(const bootstrap::Bootstrap& config) {
+    const bool validate = options_.mode == Options::Mode::Validate;
     // Workers exist (not running) before the factories, which may ask for their dispatchers.
     for (uint32_t i = 0; i < options_.concurrency; i++) workers_.push_back(std::make_unique<Worker>(i, *this));
     upstream_guard::init();  // before the clusters resolve anything
-    cluster_manager_ = std::make_unique<ClusterManagerImpl>(config.clusters);
-    startResources(config);
+    accessLogManager().setFlushOptions(options_.file_flush_interval_ms, options_.file_flush_min_size_kb);
+    for (auto& [name, value] : options_.stats_tags) stats().addFixedTag(name, value);
+    // Validation resolves no names (Envoy's ValidationClusterManager has no DNS either).
+    cluster_manager_ = std::make_unique<ClusterManagerImpl>(config.clusters, /*start_dns=*/!validate);
+    startResources(config, validate);
+    if (validate) return;
 
     if (config.admin.has_value()) {
       AdminServer::Hooks hooks;
       hooks.quit = [this] { beginShutdown(); };
       hooks.draining = [this] { return draining(); };
-      hooks.concurrency = options_.concurrency;
+      hooks.options = &options_;
+      hooks.cluster_manager = cluster_manager_.get();
+      hooks.reopen_logs = [] { accessLogManager().reopen(); };
+      hooks.config_dump = [this, static_dump = config.config_dump] {
+        ConfigDumpSources src;
+        src.static_dump = static_dump;
+        src.listeners = listener_manager_.get();
+        src.clusters = cluster_manager_.get();
+        if (lds_) src.lds_version_info = lds_->versionInfo();
+        if (cds_) src.cds_version_info = cds_->versionInfo();
+        return buildConfigDump(src);
+      };
       admin_ = std::make_unique<AdminServer>(*main_, std::move(hooks));
       uint16_t port = admin_->start(config.admin->address.address, config.admin->address.port);
       MOE_LOG(Info, "main", "admin address: %s:%u", config.admin->address.address.c_str(), static_cast<unsigned>(port));
+      // server.cc: --admin-address-path gets the admin listener's address.
+      if (!options_.admin_address_path.empty()) {
+        std::ofstream out(options_.admin_address_path, std::ios::trunc);
+        const std::string& ip = config.admin->address.address;
+        out << (ip.find(':') != std::string::npos ? "[" + ip + "]" : ip) << ":" << port;
+        if (!out) throw std::runtime_error("cannot write admin address to " + options_.admin_address_path);
+      }
     }
+  }
 
+  // Runs until SIGINT/SIGTERM or /quitquitquit and the drain that follows.
+  int serve() {
     // libevent signal events: sigaction-based like Envoy's, and they leave Go's handlers for
     // the synchronous signals (SIGSEGV...) alone.
     sigint_ = evsignal_new(main_->base(), SIGINT, &ServerImpl::onSignal, this);
     sigterm_ = evsignal_new(main_->base(), SIGTERM, &ServerImpl::onSignal, this);
     event_add(sigint_, nullptr);
     event_add(sigterm_, nullptr);
-    // server.cc:1016-1023: SIGUSR1 reopens the access logs, SIGHUP is eaten with a warning
-    // (the default action of either would kill the process and reset in-flight requests).
-    // SIGUSR2 is left at its default action, as in Envoy, which does not handle it.
-    sigusr1_ = evsignal_new(main_->base(), SIGUSR1, &ServerImpl::onSigusr1, this);
+    // server.cc:1016-1023: SIGUSR1 reopens the access logs (log rotation), SIGHUP is eaten with
+    // a warning (the default action of either would kill the process and reset in-flight
+    // requests). SIGUSR2 is left at its default action, as in Envoy, which does not handle it.
+    sigusr1_ = evsignal_new(main_->base(), SIGUSR1, &ServerImpl::onReopenSignal, this);
     sighup_ = evsignal_new(main_->base(), SIGHUP, &ServerImpl::onSighup, this);
     event_add(sigusr1_, nullptr);
     event_add(sighup_, nullptr);
 
+    // Histogram intervals (the P-values' first number on /stats) are merged at every stats flush,
+    // by default every 5 s (stats_flush_interval).
+    stats_flush_timer_ = main_->createTimer([this] {
+      stats().mergeHistograms();
+      stats_flush_timer_->enableTimer(std::chrono::milliseconds(5000));
+    });
+    stats_flush_timer_->enableTimer(std::chrono::milliseconds(5000));
+
+    workers_started_ = true;
     for (auto& w : workers_) w->start();
     MOE_LOG(Info, "main", "starting main dispatch loop");
     main_->run();
 
     for (auto& w : workers_) w->stop();
     for (auto& w : workers_) w->join();
+    // AccessLogFileImpl's destructor: what is still buffered is written.
+    accessLogManager().flushAll();
     MOE_LOG(Info, "main", "exiting");
     return 0;
+  }
+
+  // Sanitizer builds, before LeakSanitizer looks, when the server never served (validate,
+  // init_only): Go's collection runs, but there are no worker loops to run posted deletes (and
+  // no request ever made one).
+  void releaseGoHeldMemoryNotServing() {
+    if (workers_started_) return;
+    for (golang::GoLibrary* lib : golang::loadedGoLibraries()) {
+      if (lib->cleanUp != nullptr) lib->cleanUp();
+    }
   }
 
 private:
   // Static clusters exist; now CDS, the static listeners, then LDS, in Envoy's order
   // (cluster manager init before listeners; each file is read once now and again when a new
   // one is moved into place: xds.h, listener_manager.h). A listener or RDS table loaded by a
-  // subscription may be rejected without stopping the server, as in Envoy.
-  void startResources(const bootstrap::Bootstrap& config) {
+  // subscription may be rejected without stopping the server, as in Envoy. Validation binds no
+  // listener and reads no LDS or CDS file (Envoy's ValidationClusterManagerFactory::createCds
+  // throws its CDS subscription away; RDS files of static listeners are read).
+  void startResources(const bootstrap::Bootstrap& config, bool validate) {
     file_watcher_ = std::make_unique<FileWatcher>(*main_);
     xdsContext().watcher = file_watcher_.get();
     xdsContext().bootstrap_path = endsWith(options_.config_path, ".json") ? "" : options_.config_path;
     const auto& dr = config.dynamic_resources;
-    if (dr.cds) {
+    if (dr.cds && !validate) {
       cds_ = std::make_unique<FilesystemSubscription>(
           *file_watcher_, *dr.cds, "cds", "cluster_manager.cds.", xdsContext().bootstrap_path,
-          [this](const bootstrap::Resources& r) { return cluster_manager_->onCdsUpdate(r.clusters); });
+          [this](const bootstrap::Resources& r) { return cluster_manager_->onCdsUpdate(r.clusters, r.version_info); });
       cds_->start();
     }
     std::vector<Worker*> workers;
     for (auto& w : workers_) workers.push_back(w.get());
-    listener_manager_ = std::make_unique<ListenerManager>(*this, std::move(workers), options_.drain_time_ms);
+    listener_manager_ = std::make_unique<ListenerManager>(*this, std::move(workers), options_.drain_time_ms, validate);
     for (auto& listener : config.listeners) listener_manager_->addStaticListener(listener);
-    if (dr.lds) {
+    if (dr.lds && !validate) {
       lds_ = std::make_unique<FilesystemSubscription>(
           *file_watcher_, *dr.lds, "lds", "listener_manager.lds.", xdsContext().bootstrap_path,
-          [this](const bootstrap::Resources& r) { return listener_manager_->onLdsUpdate(r.listeners); });
+          [this](const bootstrap::Resources& r) { return listener_manager_->onLdsUpdate(r.listeners, r.version_info); });
       lds_->start();
     }
+  }
+
+  static void onReopenSignal(evutil_socket_t, short, void*) {
+    MOE_LOG(Info, "main", "caught SIGUSR1. Reopening access logs.");
+    accessLogManager().reopen();
   }
 
   static void onSignal(evutil_socket_t sig, short, void* arg) {
@@ -224,11 +221,6 @@ private:
     self->beginShutdown();
   }
 
-  static void onSigusr1(evutil_socket_t, short, void*) {
-    // moe-host writes no access log files of its own (access logs are the golang filters'
-    // OnLog*, whose sinks are the plugins'), so there is nothing to reopen.
-    MOE_LOG(Info, "main", "caught SIGUSR1. Reopening access logs.");
-  }
   static void onSighup(evutil_socket_t, short, void*) {
     MOE_LOG(Warn, "main", "caught and eating SIGHUP. See documentation for how to hot restart.");
   }
@@ -297,11 +289,13 @@ private:
   std::unique_ptr<ListenerManager> listener_manager_;
   std::unique_ptr<AdminServer> admin_;
   std::atomic<bool> draining_{false};
+  bool workers_started_ = false;
   event* sigint_ = nullptr;
   event* sigterm_ = nullptr;
   event* sigusr1_ = nullptr;
   event* sighup_ = nullptr;
   TimerPtr drain_timer_;
+  TimerPtr stats_flush_timer_;
   std::chrono::steady_clock::time_point drain_deadline_;
 };
 
@@ -310,14 +304,23 @@ private:
 
 int main(int argc, char** argv) {
   using namespace moe;
-  Options options = parseArgs(argc, argv);
+  Options options = parseOptions(argc, argv);
   // Before anything else: the Go library reads the level when it is loaded.
-  g_log_level.store(options.log_level);
+  setAllLogLevels(options.log_level);
+  for (auto& [name, level] : options.component_log_levels) findLogger(name)->level.store(level);
+  if (!options.log_path.empty() && !setLogPath(options.log_path)) {
+    fprintf(stderr, "moe-host: cannot open --log-path %s: %s\n", options.log_path.c_str(), strerror(errno));
+    return 1;
+  }
   signal(SIGPIPE, SIG_IGN);
   evthread_use_pthreads();
 
   bootstrap::Bootstrap config;
   try {
+    if (options.config_path.empty()) {
+      // configuration_impl / server.cc: Envoy needs one of its config sources.
+      throw std::runtime_error("At least one of --config-path or --config-yaml or Options::configProto() should be non-empty");
+    }
     std::string text = endsWith(options.config_path, ".json") ? readFile(options.config_path)
                                                                : compileWithMoectl(options.config_path);
     config = bootstrap::parseJson(text);
@@ -329,13 +332,27 @@ int main(int argc, char** argv) {
 
   // Leaked on purpose, like everything the Go runtime may still reach while the process ends.
   auto* server = new ServerImpl(options);
-  int rc;
+  int rc = 0;
   try {
-    rc = server->run(config);
+    server->init(config);
   } catch (const std::exception& e) {
-    MOE_LOG(Critical, "main", "error initializing server: %s", e.what());
+    if (options.mode == Options::Mode::Validate) {
+      // config_validation/server.cc validateConfig: the error, and exit 1.
+      MOE_LOG(Critical, "main", "error initializing configuration '%s': %s", options.config_path.c_str(), e.what());
+    } else {
+      MOE_LOG(Critical, "main", "error initializing server: %s", e.what());
+    }
     fflush(stderr);
     _exit(1);
+  }
+  if (options.mode == Options::Mode::Validate) {
+    // config_validation/server.cc validateConfig prints this on stdout.
+    printf("configuration '%s' OK\n", options.config_path.c_str());
+    if (leakCheckEnabled()) server->releaseGoHeldMemoryNotServing();
+  } else if (options.mode == Options::Mode::InitOnly) {
+    if (leakCheckEnabled()) server->releaseGoHeldMemoryNotServing();
+  } else {
+    rc = server->serve();
   }
   fflush(stdout);
   fflush(stderr);

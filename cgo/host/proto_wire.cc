@@ -1,5 +1,7 @@
 #include "proto_wire.h"
 
+#include <cstring>
+
 namespace moe::proto {
 
 void putVarint(std::string& out, uint64_t v) {
@@ -64,6 +66,90 @@ std::string valueString(std::string_view s) {
   std::string out;
   putBytesField(out, 3, s);
   return out;
+}
+
+namespace {
+
+// Walks the fields of a message including fixed64 ones (Value.number_value is a double).
+template <class Cb> bool walk(std::string_view in, Cb cb) {
+  size_t pos = 0;
+  while (pos < in.size()) {
+    uint64_t key = 0;
+    if (!readVarint(in, &pos, &key)) return false;
+    uint32_t field = static_cast<uint32_t>(key >> 3);
+    int wt = static_cast<int>(key & 7);
+    uint64_t v = 0;
+    std::string_view bytes;
+    switch (wt) {
+    case 0: if (!readVarint(in, &pos, &v)) return false; break;
+    case 1:
+      if (pos + 8 > in.size()) return false;
+      for (int i = 7; i >= 0; i--) v = (v << 8) | static_cast<uint8_t>(in[pos + i]);
+      pos += 8;
+      break;
+    case 5: if (pos + 4 > in.size()) return false; pos += 4; break;
+    case 2: {
+      uint64_t n = 0;
+      if (!readVarint(in, &pos, &n) || pos + n > in.size()) return false;
+      bytes = in.substr(pos, n);
+      pos += n;
+      break;
+    }
+    default: return false;
+    }
+    if (!cb(field, wt, v, bytes)) return false;
+  }
+  return true;
+}
+
+} // namespace
+
+bool decodeStruct(std::string_view in, Value* out) {
+  out->kind = Value::Kind::Struct;
+  return walk(in, [&](uint32_t field, int wt, uint64_t, std::string_view bytes) {
+    if (field != 1 || wt != 2) return true;
+    std::string key;
+    Value v;
+    bool ok = walk(bytes, [&](uint32_t f, int w, uint64_t, std::string_view b) {
+      if (f == 1 && w == 2) key = std::string(b);
+      else if (f == 2 && w == 2) return decodeValue(b, &v);
+      return true;
+    });
+    if (!ok) return false;
+    out->fields[key] = std::move(v);
+    return true;
+  });
+}
+
+bool decodeValue(std::string_view in, Value* out) {
+  *out = Value();
+  return walk(in, [&](uint32_t field, int wt, uint64_t v, std::string_view bytes) {
+    switch (field) {
+    case 1: out->kind = Value::Kind::Null; return true;
+    case 2: {
+      if (wt != 1) return false;
+      double d;
+      static_assert(sizeof(d) == sizeof(v));
+      memcpy(&d, &v, sizeof(d));
+      out->kind = Value::Kind::Number;
+      out->number = d;
+      return true;
+    }
+    case 3: out->kind = Value::Kind::String; out->str = std::string(bytes); return true;
+    case 4: out->kind = Value::Kind::Bool; out->b = v != 0; return true;
+    case 5: return decodeStruct(bytes, out);
+    case 6:
+      out->kind = Value::Kind::List;
+      return walk(bytes, [&](uint32_t f, int w, uint64_t, std::string_view b) {
+        if (f != 1 || w != 2) return true;
+        Value e;
+        if (!decodeValue(b, &e)) return false;
+        out->list.push_back(std::move(e));
+        return true;
+      });
+    }
+    return true;
+  });
 }
 
 } // namespace moe::proto

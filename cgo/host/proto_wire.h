@@ -8,6 +8,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace moe::proto {
 
@@ -26,6 +27,20 @@ std::string encodeStruct(const std::map<std::string, std::string>& fields);
 // envoy.config.core.v3.Metadata{filter_metadata map<string, Struct> = 1} from
 // {filter name: {key: Value bytes}}.
 std::string encodeMetadata(const std::map<std::string, std::map<std::string, std::string>>& md);
+
+// A decoded google.protobuf.Value (what access log formatters print of dynamic metadata).
+struct Value {
+  enum class Kind { NotSet, Null, Number, String, Bool, Struct, List } kind = Kind::NotSet;
+  double number = 0;
+  std::string str;
+  bool b = false;
+  std::map<std::string, Value> fields;  // Struct (sorted, as Envoy prints them)
+  std::vector<Value> list;
+};
+// Parses a serialized google.protobuf.Value; false on malformed input.
+bool decodeValue(std::string_view in, Value* out);
+// Parses a serialized google.protobuf.Struct into a Struct Value.
+bool decodeStruct(std::string_view in, Value* out);
 
 // google.protobuf.Value helpers (to build values the host itself produces).
 std::string valueString(std::string_view s); // Value{string_value = 3}

@@ -75,6 +75,8 @@ private:
       previous = std::move(config_);
       config_ = std::move(next);
     }
+    version_info_ = r.version_info;
+    last_updated_ = std::chrono::system_clock::now();
     config_reload_.inc();
     config_reload_time_ms_.set(std::chrono::duration_cast<std::chrono::milliseconds>(
                                    std::chrono::system_clock::now().time_since_epoch())
@@ -89,6 +91,13 @@ private:
   const std::string key_;
   mutable std::mutex mu_;
   RouteConfigConstSharedPtr config_; // guarded by mu_
+
+public:
+  // Main thread (as onConfigUpdate).
+  std::string version_info_;
+  std::chrono::system_clock::time_point last_updated_;
+
+private:
   Counter& config_reload_;
   Counter& update_empty_;
   Gauge& config_reload_time_ms_;
@@ -107,6 +116,16 @@ RdsRouteConfigProvider::~RdsRouteConfigProvider() {
 }
 
 } // namespace
+
+std::vector<DynamicRouteConfig> dynamicRouteConfigs() {
+  std::vector<DynamicRouteConfig> out;
+  for (auto& [key, weak] : rdsProviders()) {
+    auto p = weak.lock();
+    if (!p) continue;
+    if (auto c = p->config()) out.push_back(DynamicRouteConfig{std::move(c), p->version_info_, p->last_updated_});
+  }
+  return out;
+}
 
 RouteConfigProviderSharedPtr staticRouteConfigProvider(const bootstrap::RouteConfiguration& config) {
   return std::make_shared<StaticRouteConfigProvider>(config);

@@ -9,9 +9,11 @@
 // RDS stats under "http.<stat_prefix>.rds.<route_config_name>.": the subscription's (xds.h)
 // and config_reload, config_reload_time_ms, update_empty (ALL_RDS_STATS).
 #pragma once
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "bootstrap.h"
 #include "route_table.h"
@@ -51,5 +53,15 @@ RouteConfigProviderSharedPtr staticRouteConfigProvider(const bootstrap::RouteCon
 // and file (Envoy's RouteConfigProviderManager); the first one's stat_prefix ("http.<prefix>.")
 // names its stats. Main thread only. Throws when the file does not exist or cannot be watched.
 RouteConfigProviderSharedPtr rdsRouteConfigProvider(const bootstrap::Rds& rds, const std::string& stat_prefix);
+
+// The RDS route tables loaded now, for /config_dump's dynamic_route_configs (one per
+// subscription, as Envoy's RouteConfigProviderManager dumps them): the table, the version_info
+// of its update and when it loaded. Main thread.
+struct DynamicRouteConfig {
+  RouteConfigConstSharedPtr config;
+  std::string version_info;
+  std::chrono::system_clock::time_point last_updated;
+};
+std::vector<DynamicRouteConfig> dynamicRouteConfigs();
 
 } // namespace moe

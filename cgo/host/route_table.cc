@@ -16,25 +16,6 @@ std::string_view stripQuery(std::string_view path) {
   return q == std::string_view::npos ? path : path.substr(0, q);
 }
 
-// Envoy's StringMatcher with ignore_case: both sides lowercased.
-bool stringMatch(bootstrap::HeaderMatcher::Kind kind, std::string_view value_in,
-                 std::string_view pattern_in, bool ignore_case, const std::regex* re) {
-  std::string value(value_in), pattern(pattern_in);
-  if (ignore_case && kind != bootstrap::HeaderMatcher::Kind::SafeRegex) {
-    value = lowerCase(value);
-    pattern = lowerCase(pattern);
-  }
-  switch (kind) {
-  case bootstrap::HeaderMatcher::Kind::Exact: return value == pattern;
-  case bootstrap::HeaderMatcher::Kind::Prefix: return startsWith(value, pattern);
-  case bootstrap::HeaderMatcher::Kind::Suffix: return endsWith(value, pattern);
-  case bootstrap::HeaderMatcher::Kind::Contains: return value.find(pattern) != std::string::npos;
-  case bootstrap::HeaderMatcher::Kind::SafeRegex: return re && std::regex_match(value, *re);
-  case bootstrap::HeaderMatcher::Kind::Present: return true;
-  }
-  return false;
-}
-
 std::unique_ptr<std::regex> compile(const std::string& pattern, bool case_sensitive) {
   try {
     auto flags = std::regex::ECMAScript;
@@ -65,18 +46,35 @@ MatchedRoute::perFilterConfigs(const std::string& filter_name) const {
   return out;
 }
 
+void MatchedRoute::finalizeRequestHeaders(HeaderMap& headers, const FormatContext& ctx, const StreamInfo& info) const {
+  const HeaderParsers* order[3] = {route_headers, virtual_host_headers, route_config_headers};
+  if (most_specific_header_mutations_wins) std::swap(order[0], order[2]);
+  for (const HeaderParsers* p : order) {
+    if (p) p->request.evaluate(headers, ctx, info);
+  }
+}
+
+void MatchedRoute::finalizeResponseHeaders(HeaderMap& headers, const FormatContext& ctx, const StreamInfo& info) const {
+  const HeaderParsers* order[3] = {route_headers, virtual_host_headers, route_config_headers};
+  if (most_specific_header_mutations_wins) std::swap(order[0], order[2]);
+  for (const HeaderParsers* p : order) {
+    if (p) p->response.evaluate(headers, ctx, info);
+  }
+}
+
 RouteTable::RouteTable(const bootstrap::RouteConfiguration& config) : config_(config) {
+  headers_ = std::make_unique<HeaderParsers>(config_.headers);
   for (auto& vh : config_.virtual_hosts) {
-    CompiledVirtualHost cvh{&vh, {}};
+    CompiledVirtualHost cvh{&vh, {}, std::make_unique<HeaderParsers>(vh.headers)};
     for (auto& r : vh.routes) {
-      CompiledRoute cr{&r, nullptr, {}};
+      CompiledRoute cr{&r, nullptr, {}, std::make_unique<HeaderParsers>(r.headers)};
       if (r.match.kind == bootstrap::RouteMatch::Kind::SafeRegex) {
         cr.path_regex = compile(r.match.value, r.match.case_sensitive);
       }
-      for (auto& hm : r.match.headers) {
-        cr.header_regexes.push_back(hm.kind == bootstrap::HeaderMatcher::Kind::SafeRegex
-                                        ? compile(hm.value, true)
-                                        : nullptr);
+      try {
+        for (auto& hm : r.match.headers) cr.header_matchers.emplace_back(hm);
+      } catch (const std::runtime_error& e) {
+        throw std::runtime_error(std::string("route_config: ") + e.what());
       }
       cvh.routes.push_back(std::move(cr));
     }
@@ -147,26 +145,10 @@ bool RouteTable::routeMatches(const CompiledRoute& cr, const HeaderMap& headers)
   }
   if (!path_ok) return false;
 
-  // Header matchers (Http::HeaderUtility::matchHeaders): all must match. Multiple values of one
-  // header are joined with ',' as Envoy does before matching.
-  for (size_t i = 0; i < m.headers.size(); i++) {
-    const auto& hm = m.headers[i];
-    auto values = headers.getAll(hm.name);
-    bool matched;
-    if (values.empty()) {
-      // An absent header only matches "present: false".
-      matched = hm.kind == bootstrap::HeaderMatcher::Kind::Present && !hm.present;
-    } else if (hm.kind == bootstrap::HeaderMatcher::Kind::Present) {
-      matched = hm.present;
-    } else {
-      std::string joined;
-      for (size_t j = 0; j < values.size(); j++) {
-        if (j) joined += ',';
-        joined += values[j];
-      }
-      matched = stringMatch(hm.kind, joined, hm.value, hm.ignore_case, cr.header_regexes[i].get());
-    }
-    if (matched == hm.invert) return false;
+  // Header matchers (Http::HeaderUtility::matchHeaders): all must match, each value of a
+  // repeated header on its own (header_matcher.h).
+  for (const auto& hm : cr.header_matchers) {
+    if (!hm.matches(headers)) return false;
   }
   return true;
 }
@@ -181,6 +163,10 @@ MatchedRouteConstSharedPtr RouteTable::route(const HeaderMap& headers, std::shar
     out->route_config = &config_;
     out->virtual_host = cvh->vhost;
     out->route = cr.route;
+    out->route_config_headers = headers_.get();
+    out->virtual_host_headers = cvh->headers.get();
+    out->route_headers = cr.headers.get();
+    out->most_specific_header_mutations_wins = config_.most_specific_header_mutations_wins;
     if (cr.route->route) {
       const auto& action = *cr.route->route;
       if (!action.cluster.empty()) {

@@ -10,6 +10,8 @@
 
 #include "bootstrap.h"
 #include "header_map.h"
+#include "header_matcher.h"
+#include "header_parser.h"
 
 namespace moe {
 
@@ -23,6 +25,18 @@ struct MatchedRoute {
   // Keeps the route table version the pointers above point into alive while the match is
   // used (a stream's snapped route config, route_config_provider.h).
   std::shared_ptr<const void> owner;
+
+  // The header lists of the route configuration, virtual host and route (never null).
+  const HeaderParsers* route_config_headers = nullptr;
+  const HeaderParsers* virtual_host_headers = nullptr;
+  const HeaderParsers* route_headers = nullptr;
+  bool most_specific_header_mutations_wins = false;
+
+  // RouteEntryImplBase::finalizeRequestHeaders / finalizeResponseHeaders: the header lists of
+  // route, virtual host, route configuration in that order (the last applied wins), or the
+  // reverse with most_specific_header_mutations_wins (config_impl.cc getHeaderParsers).
+  void finalizeRequestHeaders(HeaderMap& headers, const FormatContext& ctx, const StreamInfo& info) const;
+  void finalizeResponseHeaders(HeaderMap& headers, const FormatContext& ctx, const StreamInfo& info) const;
 
   // Per-filter configs for filter_name from the least to the most specific
   // (route configuration, virtual host, route), as Http::Utility::getAllPerFilterConfig
@@ -46,11 +60,13 @@ private:
   struct CompiledRoute {
     const bootstrap::Route* route;
     std::unique_ptr<std::regex> path_regex;          // match.kind == SafeRegex
-    std::vector<std::unique_ptr<std::regex>> header_regexes; // per header matcher (or null)
+    std::vector<HeaderMatcherImpl> header_matchers;
+    std::unique_ptr<HeaderParsers> headers;
   };
   struct CompiledVirtualHost {
     const bootstrap::VirtualHost* vhost;
     std::vector<CompiledRoute> routes;
+    std::unique_ptr<HeaderParsers> headers;
   };
 
   const CompiledVirtualHost* findVirtualHost(const HeaderMap& headers) const;
@@ -58,6 +74,7 @@ private:
 
   const bootstrap::RouteConfiguration& config_;
   std::vector<CompiledVirtualHost> vhosts_;
+  std::unique_ptr<HeaderParsers> headers_;
 };
 
 } // namespace moe

@@ -18,7 +18,22 @@ struct Options {
   std::string config_path;     // -c
   uint32_t concurrency = 1;    // --concurrency (default: 1 here; Envoy defaults to #cores)
   uint32_t log_level = 2;      // -l (info)
+  // --component-log-level name:level,... applied after -l.
+  std::vector<std::pair<std::string, uint32_t>> component_log_levels;
+  std::string log_path;        // --log-path ("" = stderr)
   uint64_t drain_time_ms = 5000; // --drain-time-s: how long SIGTERM waits for in-flight streams
+  // --mode: serve (default), validate (check the config, print "configuration '<path>' OK", exit
+  // 0/1 without serving), init_only (initialize everything, listeners included, then exit 0).
+  enum class Mode { Serve, Validate, InitOnly } mode = Mode::Serve;
+  // Access log files (source/common/access_log/access_log_manager_impl.cc): the flush thread
+  // writes at least every interval, or sooner once this much is buffered.
+  uint64_t file_flush_interval_ms = 10000; // --file-flush-interval-msec
+  uint64_t file_flush_min_size_kb = 64;    // --file-flush-min-size-kb
+  std::string service_cluster, service_node, service_zone; // --service-* (shown in /server_info)
+  std::string admin_address_path; // --admin-address-path: the admin "ip:port" is written there
+  // --stats-tag name:value: a tag every stat carries (TagProducerImpl's cli tags).
+  std::vector<std::pair<std::string, std::string>> stats_tags;
+  std::string program;         // argv[0], as TCLAP names the program in its output
 };
 
 class Server {
@@ -45,6 +60,9 @@ public:
   createConnectionManager(Dispatcher& worker, const ConnectionInfo& conn) = 0;
   // Limits the codec applies (max_request_headers_kb).
   virtual uint32_t maxRequestHeadersBytes() const = 0;
+  // The address the listener is bound to (its stats are named after it), before any worker
+  // accepts for this factory (listener_manager.cc).
+  virtual void setListenerAddress(const std::string& ip, uint16_t port) = 0;
 
   // The listener (version) this factory serves is draining: a newer version replaced it or it
   // was removed (listener_manager.cc). Thread-safe.

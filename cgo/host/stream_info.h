@@ -9,10 +9,15 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "codec.h"
 
 namespace moe {
+
+// envoy.data.accesslog.v3.AccessLogType, the values the HTTP connection manager logs with (the
+// golang filter passes them to Go's OnLog*).
+enum class AccessLogType { NotSet = 0, DownstreamStart = 4, DownstreamPeriodic = 5, DownstreamEnd = 6 };
 
 struct StreamInfo {
   ConnectionInfo downstream;
@@ -22,6 +27,7 @@ struct StreamInfo {
   std::optional<std::chrono::steady_clock::time_point> last_downstream_rx; // request complete
   std::optional<std::chrono::steady_clock::time_point> first_upstream_rx;  // upstream headers
   std::optional<std::chrono::steady_clock::time_point> upstream_tx_start;
+  std::optional<std::chrono::steady_clock::time_point> last_downstream_tx; // response complete
   std::optional<std::chrono::steady_clock::time_point> completed;
 
   std::optional<uint32_t> response_code;
@@ -34,6 +40,9 @@ struct StreamInfo {
   std::optional<std::string> upstream_cluster;       // set when the router picked a cluster
   std::optional<std::string> upstream_remote_address; // "ip:port" once a connection was bound
   std::optional<std::string> upstream_local_address;
+  // Every host an attempt was sent to ("ip:port"), in order (UpstreamInfo::upstreamHostsAttempted).
+  std::vector<std::string> upstream_hosts_attempted;
+  std::string upstream_transport_failure_reason;     // e.g. "delayed connect error: 111"
   std::optional<uint32_t> attempt_count;
   std::string request_id;
 
@@ -50,11 +59,17 @@ struct StreamInfo {
   uint64_t request_wire_bytes = 0;
   uint64_t response_header_bytes = 0;
 
+  // StreamInfoImpl::setResponseFlag: each flag once, in the order set.
   void addResponseFlag(const char* flag) {
+    for (auto& f : response_flag_list) {
+      if (f == flag) return;
+    }
+    response_flag_list.emplace_back(flag);
     if (!response_flags.empty()) response_flags += ",";
     response_flags += flag;
     legacy_response_flags |= responseFlagBit(flag);
   }
+  std::vector<std::string> response_flag_list;
 
   // The bitmask of core flags Envoy's `response.flags` attribute answers
   // (StreamInfoImpl::legacyResponseFlags, source/common/stream_info/stream_info_impl.h:303-312):

@@ -4,12 +4,14 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "buffer.h"
 #include "header_map.h"
+#include "stats.h"
 
 namespace moe {
 
@@ -64,12 +66,59 @@ struct Endpoint {
   std::string str() const; // "ip:port" or "[v6]:port"
 };
 
+// Per-host stats (envoy/upstream/host_description.h ALL_HOST_STATS), shown on /clusters.
+struct HostStats {
+  Counter cx_connect_fail, cx_total, rq_error, rq_success, rq_timeout, rq_total;
+  Gauge cx_active, rq_active, rq_pending_active;
+};
+
+// One cluster's stats under "cluster.<name>." (Envoy's ClusterTrafficStats subset that moe-host
+// maintains, the router's response code and timing stats, per-host stats) and its retry
+// circuit breaker.
+class ClusterStats {
+public:
+  explicit ClusterStats(const std::string& cluster_name);
+
+  const std::string prefix;  // "cluster.<name>."
+  Counter &upstream_cx_total, &upstream_cx_connect_fail, &upstream_cx_connect_timeout,
+      &upstream_cx_destroy, &upstream_cx_destroy_local, &upstream_cx_destroy_remote,
+      &upstream_rq_total, &upstream_rq_timeout, &upstream_rq_per_try_timeout, &upstream_rq_retry,
+      &upstream_rq_retry_success, &upstream_rq_retry_limit_exceeded, &upstream_rq_retry_overflow,
+      &upstream_rq_retry_backoff_exponential, &retry_or_shadow_abandoned, &upstream_rq_tx_reset,
+      &upstream_rq_rx_reset;
+  Gauge &upstream_cx_active, &upstream_rq_active;
+  Histogram& upstream_cx_connect_ms;
+
+  // Http::CodeStatsImpl::chargeResponseStat (source/common/http/codes.cc): upstream_rq_completed,
+  // upstream_rq_<N>xx, upstream_rq_<code>, and the same under external. (or internal.).
+  void chargeResponse(uint32_t code, bool internal_request);
+  // chargeBasicResponseStat with the "retry" prefix: a response that was retried.
+  void chargeRetryResponse(uint32_t code);
+  // CodeStatsImpl::chargeResponseTiming: upstream_rq_time and external.upstream_rq_time (ms).
+  void chargeResponseTiming(uint64_t ms, bool internal_request);
+
+  HostStats& host(const std::string& address);
+  // Hosts in the order their stats were first used.
+  std::vector<std::pair<std::string, HostStats*>> hosts();
+
+  // The retry circuit breaker (circuit_breakers default max_retries, 3): retries in progress.
+  std::atomic<uint32_t> retries_open{0};
+  static constexpr uint32_t kMaxRetries = 3;
+
+private:
+  Counter& code(const std::string& scope, uint32_t code);
+  std::mutex mu_;
+  std::vector<std::pair<std::string, std::unique_ptr<HostStats>>> hosts_;
+};
+
 class Cluster {
 public:
   virtual ~Cluster() = default;
   virtual const std::string& name() const = 0;
   // Current endpoints (STRICT_DNS: the last resolution). Thread-safe snapshot.
   virtual std::vector<Endpoint> endpoints() const = 0;
+  virtual ClusterStats& stats() = 0;
+  virtual uint64_t connectTimeoutMs() const = 0;
   // Starts an upstream request on the calling worker's pool for this cluster. override_host
   // ("ip" or "ip:port", from SetUpstreamOverrideHost) picks that endpoint when it is one of the
   // cluster's hosts (or, when strict is false and it is not, falls back to round robin; when
@@ -88,6 +137,8 @@ public:
   // nullptr when unknown. Thread-safe; the caller keeps the cluster alive while it uses it (a
   // CDS update may remove or replace it meanwhile, as in Envoy).
   virtual ClusterSharedPtr get(const std::string& name) = 0;
+  // Every cluster now: static ones in bootstrap order, then CDS ones as added. Thread-safe.
+  virtual std::vector<ClusterSharedPtr> all() = 0;
 };
 
 } // namespace moe

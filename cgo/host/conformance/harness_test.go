@@ -64,6 +64,8 @@ type hostSpec struct {
 	data      map[string]any
 	// allowNonLoopback: the test makes the loopback guard refuse on purpose.
 	allowNonLoopback bool
+	// args are more command-line arguments for the host.
+	args []string
 }
 
 func startHost(t testing.TB, spec hostSpec) *hostProc {
@@ -77,6 +79,7 @@ func startHost(t testing.TB, spec hostSpec) *hostProc {
 		Listeners:        spec.listeners,
 		ConfigName:       spec.tmpl + ".yaml",
 		AllowNonLoopback: spec.allowNonLoopback,
+		Args:             spec.args,
 	})
 	h := &hostProc{Host: host, t: t, ports: host.Ports}
 	h.client = &http.Client{

@@ -24,12 +24,19 @@ func TestTemplatesCompile(t *testing.T) {
 		name := strings.TrimSuffix(filepath.Base(p), ".yaml.tmpl")
 		t.Run(name, func(t *testing.T) {
 			ports := map[string]int{}
-			for _, l := range append(append([]string{}, mainListeners...), hardeningListeners...) {
+			// The main listeners, the hardening template's and those of the templates that have
+			// more (headers).
+			for _, l := range append(append(append([]string{}, mainListeners...), hardeningListeners...), "specific") {
 				if _, ok := ports[l]; !ok {
 					ports[l] = 20000 + len(ports)
 				}
 			}
-			data := map[string]any{"Library": b.lib, "AdminPort": 19999, "Ports": ports, "A1": 18001, "A2": 18002, "B": 18003, "Dead": 18004, "Raw": 18005, "Stall": 18006}
+			dir := t.TempDir()
+			data := map[string]any{"Library": b.lib, "AdminPort": 19999, "Ports": ports, "A1": 18001, "A2": 18002, "B": 18003,
+				"Dead": 18004, "Raw": 18005, "Stall": 18006, "Up": 18007,
+				// Access log files (accesslog, retry); compile only checks the paths.
+				"TextLog": filepath.Join(dir, "text.log"), "JSONLog": filepath.Join(dir, "json.log"),
+				"FilteredLog": filepath.Join(dir, "filtered.log"), "Log": filepath.Join(dir, "access.log")}
 			tmpl, err := template.New(filepath.Base(p)).Option("missingkey=error").ParseFiles(p)
 			if err != nil {
 				t.Fatal(err)

@@ -8,6 +8,7 @@
 
 #include "cluster.h"
 #include "logger.h"
+#include "route_config_provider.h"
 #include "server.h"
 
 namespace moe {
@@ -167,6 +168,7 @@ public:
     return std::make_unique<StubConnManager>(worker, server_);
   }
   uint32_t maxRequestHeadersBytes() const override { return max_headers_bytes_; }
+  void setListenerAddress(const std::string&, uint16_t) override {}
 
 private:
   Server& server_;
@@ -181,5 +183,8 @@ std::unique_ptr<HttpConnectionManagerFactory> createHttpConnectionManagerFactory
 }
 
 int64_t activeDownstreamStreams() { return g_active_streams.load(); }
+
+// No route tables without connection managers (config_dump.cc asks).
+std::vector<DynamicRouteConfig> dynamicRouteConfigs() { return {}; }
 
 } // namespace moe

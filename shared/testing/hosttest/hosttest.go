@@ -407,6 +407,57 @@ func StartExpectFailure(t tb.TB, tmpl string, vars Vars, opts ...Options) string
 	return out.String()
 }
 
+// RunResult is what a moe-host run to completion (Run) printed, and how it ended.
+type RunResult struct {
+	Stdout, Stderr string
+	ExitCode       int
+	// ConfigPath is the rendered bootstrap the host was given with -c.
+	ConfigPath string
+}
+
+// Run renders tmpl into a bootstrap file as Start does and runs moe-host on it to completion:
+// for the modes that do not serve (--mode validate, --mode init_only) and for --version and
+// --help (Options.Args). It fails the test if the host does not exit within
+// Options.StartTimeout or prints a sanitizer report; the exit code is the caller's to check.
+func Run(t tb.TB, tmpl string, vars Vars, opts ...Options) RunResult {
+	t.Helper()
+	o := firstOptions(opts)
+	p := prepare(t, tmpl, vars, o)
+	var stdout, stderr lockedBuffer
+	p.cmd.Stdout, p.cmd.Stderr = &stdout, &stderr
+	if o.Output != nil {
+		p.cmd.Stdout, p.cmd.Stderr = io.MultiWriter(&stdout, o.Output), io.MultiWriter(&stderr, o.Output)
+	}
+	t.Logf("running %s", strings.Join(p.cmd.Args, " "))
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", p.cmd.Path, err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- p.cmd.Wait() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(o.StartTimeout):
+		_ = p.cmd.Process.Kill()
+		<-done
+		t.Fatalf("moe-host still running %v later; output:\n%s%s", o.StartTimeout, stdout.String(), tail(stderr.String(), 8000))
+	}
+	res := RunResult{Stdout: stdout.String(), Stderr: stderr.String(), ConfigPath: p.cmd.Args[2]}
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		res.ExitCode = ee.ExitCode()
+	default:
+		t.Fatalf("moe-host: %v", err)
+	}
+	if !o.AllowNonLoopback {
+		CheckGuard(t, "", res.Stdout+res.Stderr)
+	}
+	checkSanitizers(t, res.Stdout+res.Stderr)
+	return res
+}
+
 // Output is everything the host printed so far (stdout and stderr).
 func (h *Host) Output() string { return h.output.String() }
 

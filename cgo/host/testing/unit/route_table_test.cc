@@ -1,10 +1,14 @@
-// Unit checks for route_table (domain order, path/regex/header matching, clusters) and
-// proto_wire. Run with:
+// Unit checks for route_table (domain order, path/regex/header matching, clusters),
+// header_matcher (Envoy's HeaderMatcher), access_log_filter and proto_wire. Run with:
 //   make -C cgo/host unit
 #include <cassert>
+#include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <string>
 
+#include "access_log_filter.h"
+#include "header_matcher.h"
 #include "proto_wire.h"
 #include "route_table.h"
 
@@ -42,6 +46,237 @@ static HeaderMap req(const std::string& host, const std::string& path) {
 static std::string vhostOf(const RouteTable& t, const std::string& host) {
   auto m = t.route(req(host, "/"));
   return m ? m->virtual_host->name : "";
+}
+
+using Kind = bootstrap::HeaderMatcher::Kind;
+
+static bootstrap::HeaderMatcher hmatch(Kind kind, const std::string& value = "", bool invert = false,
+                                       bool missing_as_empty = false) {
+  bootstrap::HeaderMatcher m;
+  m.name = "X-H";  // matched lowercased
+  m.kind = kind;
+  m.value = value;
+  m.invert = invert;
+  m.treat_missing_as_empty = missing_as_empty;
+  return m;
+}
+
+static HeaderMap hdrs(std::vector<std::string> values) {
+  HeaderMap h;
+  h.addCopy(":path", "/");
+  for (auto& v : values) h.addCopy("x-h", v);
+  return h;
+}
+
+static bool hm(const bootstrap::HeaderMatcher& m, std::vector<std::string> values) {
+  return HeaderMatcherImpl(m).matches(hdrs(std::move(values)));
+}
+
+// Expectations from Envoy's header_utility.h (HeaderDataBaseImpl::matchesHeadersIndividually,
+// HeaderDataPresentMatch, HeaderDataRangeMatch) and test/common/http/header_utility_test.cc.
+static void headerMatcherChecks() {
+  // Value kinds, case-sensitive unless ignore_case.
+  CHECK(hm(hmatch(Kind::Exact, "abc"), {"abc"}));
+  CHECK(!hm(hmatch(Kind::Exact, "abc"), {"ABC"}));
+  auto ci = hmatch(Kind::Exact, "abc");
+  ci.ignore_case = true;
+  CHECK(hm(ci, {"aBc"}));
+  CHECK(!hm(hmatch(Kind::Exact, ""), {"x"}));                 // string_match exact "" is exact
+  CHECK(hm(hmatch(Kind::Exact, ""), {""}));
+  CHECK(hm(hmatch(Kind::Prefix, ""), {"anything"}));          // (legacy exact_match "")
+  CHECK(hm(hmatch(Kind::Prefix, "ab"), {"abc"}));
+  CHECK(!hm(hmatch(Kind::Prefix, "abcd"), {"abc"}));
+  CHECK(hm(hmatch(Kind::Suffix, "bc"), {"abc"}));
+  CHECK(!hm(hmatch(Kind::Suffix, "xabc"), {"abc"}));
+  CHECK(hm(hmatch(Kind::Contains, "b"), {"abc"}));
+  CHECK(!hm(hmatch(Kind::Contains, "d"), {"abc"}));
+  CHECK(hm(hmatch(Kind::SafeRegex, "a[0-9]+"), {"a12"}));
+  CHECK(!hm(hmatch(Kind::SafeRegex, "a[0-9]+"), {"a12b"}));  // whole value
+  bool threw = false;
+  try {
+    HeaderMatcherImpl bad(hmatch(Kind::SafeRegex, "(a"));
+  } catch (const std::runtime_error&) {
+    threw = true;
+  }
+  CHECK(threw);
+
+  // Range: [start, end), absl::SimpleAtoi.
+  auto range = hmatch(Kind::Range);
+  range.range_start = -10;
+  range.range_end = 10;
+  CHECK(hm(range, {"-10"}));
+  CHECK(hm(range, {"9"}));
+  CHECK(!hm(range, {"10"}));
+  CHECK(hm(range, {" +5 "}));                                 // whitespace and sign
+  CHECK(!hm(range, {"5x"}));
+  CHECK(!hm(range, {"0x5"}));
+  CHECK(!hm(range, {""}));
+  CHECK(!hm(range, {"-"}));
+  CHECK(!hm(range, {"99999999999999999999"}));              // overflow is not a number
+  range.range_start = INT64_MIN;
+  range.range_end = INT64_MAX;
+  CHECK(hm(range, {"-9223372036854775808"}));
+  CHECK(!hm(range, {"9223372036854775808"}));
+  CHECK(!hm(range, {"-9223372036854775809"}));
+
+  // Repeated header: each value alone; inverted means no value matches.
+  CHECK(hm(hmatch(Kind::Exact, "b"), {"a", "b"}));
+  CHECK(!hm(hmatch(Kind::Exact, "a,b"), {"a", "b"}));
+  CHECK(!hm(hmatch(Kind::Exact, "b", true), {"a", "b"}));
+  CHECK(hm(hmatch(Kind::Exact, "c", true), {"a", "b"}));
+
+  // Absent header: a value matcher fails, inverted or not...
+  CHECK(!hm(hmatch(Kind::Exact, "a"), {}));
+  CHECK(!hm(hmatch(Kind::Exact, "a", true), {}));
+  // ...unless treat_missing_header_as_empty matches "" instead.
+  CHECK(hm(hmatch(Kind::Exact, "", false, true), {}));
+  CHECK(!hm(hmatch(Kind::Exact, "a", false, true), {}));
+  CHECK(hm(hmatch(Kind::Exact, "a", true, true), {}));
+  CHECK(!hm(range, {}));
+  range.range_start = 0;
+  range.range_end = 1;
+  range.treat_missing_as_empty = true;
+  CHECK(!hm(range, {}));                                      // "" is not a number
+
+  // Present.
+  auto present = [](bool p, bool invert, bool missing_as_empty) {
+    auto m = hmatch(Kind::Present, "", invert, missing_as_empty);
+    m.present = p;
+    return m;
+  };
+  CHECK(hm(present(true, false, false), {"v"}));
+  CHECK(!hm(present(true, false, false), {}));
+  CHECK(hm(present(false, false, false), {}));
+  CHECK(!hm(present(false, false, false), {"v"}));
+  CHECK(hm(present(true, true, false), {}));
+  CHECK(!hm(present(true, true, false), {"v"}));
+  CHECK(!hm(present(false, true, false), {}));
+  CHECK(hm(present(true, false, true), {}));                  // missing counts as present ""
+  CHECK(!hm(present(false, false, true), {}));
+  CHECK(hm(present(true, false, false), {""}));               // an empty value is present
+}
+
+static uint64_t fixedRandom() { return 49; }
+
+static bootstrap::AccessLogFilter alf(bootstrap::AccessLogFilter::Type type) {
+  bootstrap::AccessLogFilter f;
+  f.type = type;
+  return f;
+}
+
+// Expectations from Envoy's access_log_impl.cc and test/common/access_log/access_log_impl_test.cc.
+static void accessLogFilterChecks() {
+  using T = bootstrap::AccessLogFilter::Type;
+  using Op = bootstrap::AccessLogFilter::Op;
+  HeaderMap req_headers;
+  req_headers.addCopy(":path", "/");
+  req_headers.addCopy("x-h", "yes");
+  FormatContext ctx;
+  ctx.request_headers = &req_headers;
+  ctx.access_log_type = AccessLogType::DownstreamEnd;
+  StreamInfo info;
+  auto eval = [&](const bootstrap::AccessLogFilter& f) { return AccessLogFilterImpl(f).evaluate(ctx, info); };
+
+  auto status = alf(T::StatusCode);
+  status.op = Op::GE;
+  status.value = 500;
+  CHECK(!eval(status));                                       // no response code is 0
+  info.response_code = 503;
+  CHECK(eval(status));
+  status.op = Op::LE;
+  CHECK(!eval(status));
+  status.op = Op::NE;
+  status.value = 503;
+  CHECK(!eval(status));
+  status.op = Op::EQ;
+  CHECK(eval(status));
+
+  auto duration = alf(T::Duration);
+  duration.op = Op::GE;
+  duration.value = 1000;
+  info.start_steady = std::chrono::steady_clock::now() - std::chrono::milliseconds(1500);
+  CHECK(eval(duration));                                      // open stream: up to now
+  info.completed = info.start_steady + std::chrono::milliseconds(999);
+  CHECK(!eval(duration));
+
+  CHECK(eval(alf(T::NotHealthCheck)));
+  CHECK(!eval(alf(T::Traceable)));
+
+  auto header = alf(T::Header);
+  header.header = hmatch(Kind::Exact, "yes");
+  CHECK(eval(header));
+  header.header = hmatch(Kind::Exact, "no");
+  CHECK(!eval(header));
+  ctx.request_headers = nullptr;                              // no request headers: empty map
+  header.header = hmatch(Kind::Present, "", true);
+  CHECK(eval(header));
+  ctx.request_headers = &req_headers;
+
+  auto flags = alf(T::ResponseFlag);
+  CHECK(!eval(flags));
+  info.addResponseFlag("UF");
+  CHECK(eval(flags));                                         // no flags listed: any flag
+  flags.flags = {"NR", "UH"};
+  CHECK(!eval(flags));
+  flags.flags = {"NR", "UF"};
+  CHECK(eval(flags));
+
+  auto grpc = alf(T::GrpcStatus);
+  grpc.statuses = {14};
+  CHECK(eval(grpc));                                          // 503 maps to Unavailable
+  HeaderMap resp, trailers;
+  resp.addCopy("grpc-status", "0");
+  ctx.response_headers = &resp;
+  CHECK(!eval(grpc));
+  trailers.addCopy("grpc-status", "14");
+  ctx.response_trailers = &trailers;
+  CHECK(eval(grpc));                                          // trailers first
+  grpc.exclude = true;
+  CHECK(!eval(grpc));
+  ctx.response_headers = ctx.response_trailers = nullptr;
+  info.response_code = 200;
+  grpc.exclude = false;
+  grpc.statuses = {2};
+  CHECK(eval(grpc));                                          // 200 maps to Unknown
+  info.response_code.reset();
+  CHECK(eval(grpc));                                          // nothing at all is Unknown too
+
+  auto types = alf(T::LogType);
+  types.types = {"DownstreamStart", "DownstreamPeriodic"};
+  CHECK(!eval(types));
+  types.exclude = true;
+  CHECK(eval(types));
+  ctx.access_log_type = AccessLogType::DownstreamPeriodic;
+  CHECK(!eval(types));
+
+  // Runtime: the request id's first 8 hex digits modulo the denominator, else a random number.
+  AccessLogFilterImpl::setRandomForTest(&fixedRandom);
+  auto runtime = alf(T::Runtime);
+  runtime.numerator = 50;
+  runtime.denominator = 100;
+  CHECK(eval(runtime));                                       // no x-request-id: 49 % 100 < 50
+  req_headers.addCopy("x-request-id", "00000063-0000-4000-8000-000000000000");  // 0x63 = 99
+  CHECK(!eval(runtime));
+  runtime.independent_randomness = true;
+  CHECK(eval(runtime));
+  runtime.independent_randomness = false;
+  runtime.numerator = 100;
+  CHECK(eval(runtime));
+  runtime.numerator = 0;
+  CHECK(!eval(runtime));
+  AccessLogFilterImpl::setRandomForTest(nullptr);
+
+  // And / Or short-circuit; an empty And is true, an empty Or false.
+  auto t = alf(T::NotHealthCheck), f = alf(T::Traceable);
+  auto andf = alf(T::And), orf = alf(T::Or);
+  CHECK(eval(andf));
+  CHECK(!eval(orf));
+  andf.filters = {t, f};
+  orf.filters = {f, t};
+  CHECK(!eval(andf));
+  CHECK(eval(orf));
+  andf.filters = {t, orf};
+  CHECK(eval(andf));
 }
 
 int main() {
@@ -114,7 +349,11 @@ int main() {
   HeaderMap h1 = req("x", "/h");
   h1.addCopy("x-a", "1");
   h1.addCopy("x-a", "2");
-  CHECK(name(h1) == "hdr/d");                                // values joined with ','
+  CHECK(name(h1) == "inv/e");                                // each value on its own, never "1,2"
+  h1 = req("x", "/h");
+  h1.addCopy("x-a", "0");
+  h1.addCopy("x-a", "1,2");
+  CHECK(name(h1) == "hdr/d");                                // any value matching is enough
   HeaderMap h2 = req("x", "/h");
   CHECK(name(h2) == "inv/e");                                // x-b absent, inverted present
   h2.addCopy("x-b", "y");
@@ -123,6 +362,9 @@ int main() {
   h3.addCopy("x-cluster", "picked");
   CHECK(name(h3) == "clusterhdr/picked");
   CHECK(name(req("x", "/w")) == "weighted/w2");              // zero weight never picked
+
+  headerMatcherChecks();
+  accessLogFilterChecks();
 
   // proto_wire: Struct{"k": Value{string_value:"v"}}
   std::string s = proto::encodeStruct({{"k", proto::valueString("v")}});

@@ -7,6 +7,8 @@
 // are [] and {}, never null) unless the field is a pointer with omitempty.
 package bootstrap
 
+import "encoding/json"
+
 // Bootstrap is the whole compiled file.
 type Bootstrap struct {
 	Admin     *SocketAddress `json:"admin,omitempty"`
@@ -15,6 +17,9 @@ type Bootstrap struct {
 	// DynamicResources are the files LDS and CDS read (dynamic_resources with
 	// path_config_source); absent when the bootstrap has none.
 	DynamicResources *DynamicResources `json:"dynamic_resources,omitempty"`
+	// ConfigDump is what the admin /config_dump serves: an envoy.admin.v3.ConfigDump of the
+	// bootstrap (sensitive fields redacted, as Envoy's config dump does).
+	ConfigDump json.RawMessage `json:"config_dump,omitempty"`
 }
 
 // DynamicResources is dynamic_resources.lds_config / cds_config, each optional.
@@ -64,6 +69,11 @@ type Listener struct {
 	Address                       SocketAddress         `json:"address"`
 	PerConnectionBufferLimitBytes uint32                `json:"per_connection_buffer_limit_bytes"`
 	HCM                           HttpConnectionManager `json:"hcm"`
+	// Dump (xDS resources only) is the listener as the admin /config_dump shows it: an Any as
+	// compact JSON text, sensitive fields redacted. RouteConfigDump is its inline route_config
+	// the same way (a static route config in the dump), "" when it uses RDS.
+	Dump            string `json:"dump,omitempty"`
+	RouteConfigDump string `json:"route_config_dump,omitempty"`
 }
 
 // HttpConnectionManager is the supported subset of envoy.filters.network.http_connection_manager.
@@ -82,9 +92,132 @@ type HttpConnectionManager struct {
 	AccessLogFlushIntervalMS uint64             `json:"access_log_flush_interval_ms"`
 	HTTPFilters              []HTTPFilter       `json:"http_filters"`
 	RouteConfig              RouteConfiguration `json:"route_config"`
+	// AccessLog is the connection manager's access_log list.
+	AccessLog []AccessLog `json:"access_log"`
 	// RDS, when set, replaces RouteConfig (which is then empty): the route table comes from a
 	// file and changes without the listener changing.
 	RDS *RDS `json:"rds,omitempty"`
+}
+
+// Access logger types.
+const (
+	AccessLogFile   = "file"   // envoy.access_loggers.file
+	AccessLogStdout = "stdout" // envoy.access_loggers.stdout
+	AccessLogStderr = "stderr" // envoy.access_loggers.stderr
+)
+
+// AccessLog is one access logger: where it writes and its format.
+type AccessLog struct {
+	Name string `json:"name"`
+	Type string `json:"type"`
+	// Path is the file of a file logger (/dev/stdout is a file too, as in Envoy).
+	Path   string `json:"path"`
+	Format Format `json:"format"`
+	// Filter decides whether a line is written (AccessLogFilter); nil logs every request.
+	Filter *AccessLogFilter `json:"filter,omitempty"`
+}
+
+// Access log filter types (envoy.config.accesslog.v3.AccessLogFilter's filter_specifier).
+const (
+	LogFilterStatusCode     = "status_code"
+	LogFilterDuration       = "duration"
+	LogFilterNotHealthCheck = "not_health_check"
+	LogFilterTraceable      = "traceable"
+	LogFilterRuntime        = "runtime"
+	LogFilterAnd            = "and"
+	LogFilterOr             = "or"
+	LogFilterHeader         = "header"
+	LogFilterResponseFlag   = "response_flag"
+	LogFilterGrpcStatus     = "grpc_status"
+	LogFilterLogType        = "log_type"
+)
+
+// AccessLogFilter is one node of an access log filter tree. Which fields are set depends on
+// Type: Op and Value (status_code, duration; ComparisonFilter with the runtime key's default,
+// moe-host has no runtime), Filters (and, or), Header (header), Flags (response_flag: Envoy's
+// short names, empty means any flag), Statuses and Exclude (grpc_status: numeric codes),
+// Types and Exclude (log_type: AccessLogType names), Numerator, Denominator and
+// IndependentRandomness (runtime: percent_sampled with its denominator as a number).
+type AccessLogFilter struct {
+	Type                  string            `json:"type"`
+	Op                    string            `json:"op,omitempty"`
+	Value                 uint32            `json:"value,omitempty"`
+	Filters               []AccessLogFilter `json:"filters,omitempty"`
+	Header                *HeaderMatcher    `json:"header,omitempty"`
+	Flags                 []string          `json:"flags,omitempty"`
+	Statuses              []uint32          `json:"statuses,omitempty"`
+	Types                 []string          `json:"types,omitempty"`
+	Exclude               bool              `json:"exclude,omitempty"`
+	Numerator             uint32            `json:"numerator,omitempty"`
+	Denominator           uint32            `json:"denominator,omitempty"`
+	IndependentRandomness bool              `json:"independent_randomness,omitempty"`
+}
+
+// Format kinds.
+const (
+	FormatText = "text"
+	FormatJSON = "json"
+)
+
+// Format is a parsed substitution format (Envoy's SubstitutionFormatString): a text format is a
+// list of tokens; a JSON format is a list of pieces, each either raw JSON or a template whose
+// tokens make one value (a single command keeps its type; several make a string).
+type Format struct {
+	Kind            string            `json:"kind"`
+	OmitEmptyValues bool              `json:"omit_empty_values"`
+	Text            []FormatToken     `json:"text"`
+	JSON            []FormatJSONPiece `json:"json"`
+}
+
+// FormatToken is a literal (Text) or a command operator: %COMMAND(args):MAX_LENGTH%, its
+// subcommand already split the way the command reads it (see cgo/host/compiled-bootstrap.md).
+type FormatToken struct {
+	Text      string   `json:"text,omitempty"`
+	Command   string   `json:"command,omitempty"`
+	Args      []string `json:"args,omitempty"`
+	MaxLength *uint64  `json:"max_length,omitempty"`
+}
+
+// FormatJSONPiece is raw JSON text or a template.
+type FormatJSONPiece struct {
+	Raw      *string       `json:"raw,omitempty"`
+	Template []FormatToken `json:"template,omitempty"`
+}
+
+// Header append actions (envoy.config.core.v3.HeaderValueOption.HeaderAppendAction).
+const (
+	AppendIfExistsOrAdd    = "APPEND_IF_EXISTS_OR_ADD"
+	AddIfAbsent            = "ADD_IF_ABSENT"
+	OverwriteIfExistsOrAdd = "OVERWRITE_IF_EXISTS_OR_ADD"
+	OverwriteIfExists      = "OVERWRITE_IF_EXISTS"
+)
+
+// HeaderToAdd is one *_headers_to_add entry; Value is a text format with omit_empty_values.
+type HeaderToAdd struct {
+	Key            string `json:"key"`
+	Value          Format `json:"value"`
+	AppendAction   string `json:"append_action"`
+	KeepEmptyValue bool   `json:"keep_empty_value"`
+}
+
+// HeaderMutations are the header lists of a route configuration, virtual host or route.
+type HeaderMutations struct {
+	RequestHeadersToAdd     []HeaderToAdd `json:"request_headers_to_add"`
+	RequestHeadersToRemove  []string      `json:"request_headers_to_remove"`
+	ResponseHeadersToAdd    []HeaderToAdd `json:"response_headers_to_add"`
+	ResponseHeadersToRemove []string      `json:"response_headers_to_remove"`
+}
+
+// RetryPolicy is envoy.config.route.v3.RetryPolicy, the route's or else its virtual host's.
+type RetryPolicy struct {
+	// RetryOn are the retry_on tokens Envoy knows (unknown ones are dropped, as Envoy does).
+	RetryOn              []string `json:"retry_on"`
+	NumRetries           uint32   `json:"num_retries"`
+	PerTryTimeoutMS      uint64   `json:"per_try_timeout_ms"`
+	RetriableStatusCodes []uint32 `json:"retriable_status_codes"`
+	// BaseIntervalMS / MaxIntervalMS are retry_back_off; nil: Envoy's defaults (25 ms, 10x base).
+	BaseIntervalMS *uint64 `json:"base_interval_ms,omitempty"`
+	MaxIntervalMS  *uint64 `json:"max_interval_ms,omitempty"`
 }
 
 // Filter types.
@@ -126,9 +259,15 @@ type RoutePluginConfig struct {
 type RouteConfiguration struct {
 	Name string `json:"name"`
 	// Hash identifies the route table's proto (RDS resources only).
-	Hash            string          `json:"hash,omitempty"`
+	Hash string `json:"hash,omitempty"`
+	// Dump (RDS resources only): the route table for /config_dump (see Listener.Dump).
+	Dump            string          `json:"dump,omitempty"`
 	PerFilterConfig PerFilterConfig `json:"per_filter_config"`
 	VirtualHosts    []VirtualHost   `json:"virtual_hosts"`
+	Headers         HeaderMutations `json:"headers"`
+	// MostSpecificHeaderMutationsWins: route, virtual host, route configuration (instead of the
+	// reverse) when the header lists are applied, so the most specific is applied last.
+	MostSpecificHeaderMutationsWins bool `json:"most_specific_header_mutations_wins"`
 }
 
 // VirtualHost is one virtual host.
@@ -137,6 +276,11 @@ type VirtualHost struct {
 	Domains         []string        `json:"domains"`
 	PerFilterConfig PerFilterConfig `json:"per_filter_config"`
 	Routes          []Route         `json:"routes"`
+	Headers         HeaderMutations `json:"headers"`
+	// IncludeRequestAttemptCount / IncludeAttemptCountInResponse: x-envoy-attempt-count on the
+	// upstream request / the downstream response.
+	IncludeRequestAttemptCount    bool `json:"include_request_attempt_count"`
+	IncludeAttemptCountInResponse bool `json:"include_attempt_count_in_response"`
 }
 
 // Route has exactly one of Route and DirectResponse.
@@ -146,6 +290,7 @@ type Route struct {
 	Route           *RouteAction    `json:"route,omitempty"`
 	DirectResponse  *DirectResponse `json:"direct_response,omitempty"`
 	PerFilterConfig PerFilterConfig `json:"per_filter_config"`
+	Headers         HeaderMutations `json:"headers"`
 }
 
 // Route match kinds.
@@ -172,6 +317,7 @@ const (
 	HeaderContains  = "contains"
 	HeaderSafeRegex = "safe_regex"
 	HeaderPresent   = "present"
+	HeaderRange     = "range"
 )
 
 // HeaderMatcher is one header condition.
@@ -184,6 +330,11 @@ type HeaderMatcher struct {
 	Invert  bool `json:"invert"`
 	// IgnoreCase is always false for safe_regex: Envoy ignores ignore_case there.
 	IgnoreCase bool `json:"ignore_case"`
+	// RangeStart and RangeEnd are range_match's half-open [start, end) (range only).
+	RangeStart int64 `json:"range_start,omitempty"`
+	RangeEnd   int64 `json:"range_end,omitempty"`
+	// TreatMissingAsEmpty is treat_missing_header_as_empty: an absent header is matched as "".
+	TreatMissingAsEmpty bool `json:"treat_missing_as_empty,omitempty"`
 }
 
 // RouteAction forwards to exactly one of Cluster, ClusterHeader, WeightedClusters.
@@ -198,6 +349,9 @@ type RouteAction struct {
 	// ClusterNotFoundResponseCode is cluster_not_found_response_code as a status: 503
 	// (SERVICE_UNAVAILABLE, the default), 404 (NOT_FOUND) or 500 (INTERNAL_SERVER_ERROR).
 	ClusterNotFoundResponseCode uint32 `json:"cluster_not_found_response_code"`
+	// RetryPolicy is the route's retry_policy, else its virtual host's; nil: none (retries can
+	// still be asked for with x-envoy-retry-on, as in Envoy).
+	RetryPolicy *RetryPolicy `json:"retry_policy,omitempty"`
 }
 
 // WeightedCluster is one weighted_clusters.clusters entry.
@@ -222,7 +376,9 @@ const (
 type Cluster struct {
 	Name string `json:"name"`
 	// Hash identifies the cluster's proto (CDS resources only): an unchanged cluster is kept.
-	Hash                          string          `json:"hash,omitempty"`
+	Hash string `json:"hash,omitempty"`
+	// Dump (CDS resources only): the cluster for /config_dump (see Listener.Dump).
+	Dump                          string          `json:"dump,omitempty"`
 	Type                          string          `json:"type"`
 	ConnectTimeoutMS              uint64          `json:"connect_timeout_ms"`
 	DNSRefreshRateMS              uint64          `json:"dns_refresh_rate_ms"`

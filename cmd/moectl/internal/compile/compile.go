@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
 
@@ -26,6 +27,8 @@ type Options struct {
 	SkipLibraryCheck bool
 	// SkipPluginCheck disables plugincheck.Validate (plugin configs pass unchecked).
 	SkipPluginCheck bool
+	// Now stamps the config dump's last_updated; nil means time.Now.
+	Now func() time.Time
 }
 
 // Result is a compiled bootstrap and the non-fatal findings about it.
@@ -65,6 +68,15 @@ func Compile(bs *bootstrapv3.Bootstrap, opts Options) (*Result, error) {
 	if err := c.errs.Err(); err != nil {
 		return nil, err
 	}
+	now := time.Now
+	if opts.Now != nil {
+		now = opts.Now
+	}
+	dump, err := configDump(bs, now())
+	if err != nil {
+		return nil, fmt.Errorf("config dump: %w", err)
+	}
+	out.ConfigDump = dump
 	return &Result{Bootstrap: out, Warnings: c.warnings}, nil
 }
 

@@ -177,11 +177,16 @@ func ResourcesFile(bs *bootstrapv3.Bootstrap, kind, path string, opts Options) (
 			name = r.GetName()
 			l := c.listener(rp, r)
 			l.Hash = hash
+			l.Dump = resourceDump(r)
+			if rc := inlineRouteConfig(r); rc != nil {
+				l.RouteConfigDump = resourceDump(rc)
+			}
 			out.Listeners = append(out.Listeners, l)
 		case *clusterv3.Cluster:
 			name = r.GetName()
 			if cl, ok := c.cluster(rp, r); ok {
 				cl.Hash = hash
+				cl.Dump = resourceDump(r)
 				out.Clusters = append(out.Clusters, cl)
 			}
 		case *routev3.RouteConfiguration:
@@ -190,6 +195,7 @@ func ResourcesFile(bs *bootstrapv3.Bootstrap, kind, path string, opts Options) (
 			// defaults to false for them (route.proto).
 			rc := c.routeConfig(rp, r, nil)
 			rc.Hash = hash
+			rc.Dump = resourceDump(r)
 			out.RouteConfigs = append(out.RouteConfigs, rc)
 		}
 		if j, dup := names[name]; dup {

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/moeproxy/moe/cmd/moectl/internal/ypath"
 )
@@ -19,7 +20,7 @@ var testOptions = Options{StatLibrary: func(path string) error {
 		return nil
 	}
 	return fs.ErrNotExist
-}}
+}, Now: func() time.Time { return time.Date(2026, 11, 30, 5, 0, 0, 0, time.UTC) }}
 
 func readTestdata(t *testing.T, name string) string {
 	t.Helper()

@@ -63,6 +63,7 @@ func (c *compiler) listener(p ypath.Path, l *listenerv3.Listener) bootstrap.List
 
 func emptyHCM() bootstrap.HttpConnectionManager {
 	return bootstrap.HttpConnectionManager{
+		AccessLog:   []bootstrap.AccessLog{},
 		HTTPFilters: []bootstrap.HTTPFilter{},
 		RouteConfig: bootstrap.RouteConfiguration{PerFilterConfig: bootstrap.PerFilterConfig{}, VirtualHosts: []bootstrap.VirtualHost{}},
 	}
@@ -71,7 +72,7 @@ func emptyHCM() bootstrap.HttpConnectionManager {
 func (c *compiler) hcm(p ypath.Path, h *hcmv3.HttpConnectionManager) bootstrap.HttpConnectionManager {
 	c.only(p, h, "stat_prefix", "codec_type", "route_config", "http_filters",
 		"max_request_headers_kb", "request_timeout", "request_headers_timeout", "stream_idle_timeout",
-		"access_log_options", "flush_access_log_on_new_request", "rds")
+		"access_log_options", "flush_access_log_on_new_request", "access_log", "rds")
 	switch h.GetCodecType() {
 	case hcmv3.HttpConnectionManager_AUTO, hcmv3.HttpConnectionManager_HTTP1:
 	default:
@@ -87,6 +88,7 @@ func (c *compiler) hcm(p ypath.Path, h *hcmv3.HttpConnectionManager) bootstrap.H
 	if opts := h.GetAccessLogOptions(); opts != nil {
 		out.AccessLogFlushIntervalMS = c.millis(p.Field("access_log_options").Field("access_log_flush_interval"), opts.GetAccessLogFlushInterval(), 0)
 	}
+	out.AccessLog = c.accessLogs(p.Field("access_log"), h.GetAccessLog())
 	out.HTTPFilters = c.httpFilters(p.Field("http_filters"), h.GetHttpFilters())
 	if rc := h.GetRouteConfig(); rc != nil {
 		out.RouteConfig = c.routeConfig(p.Field("route_config"), rc, filtersByName(out.HTTPFilters))

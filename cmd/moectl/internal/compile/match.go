@@ -35,14 +35,25 @@ func (c *compiler) routeMatch(p ypath.Path, m *routev3.RouteMatch) bootstrap.Rou
 
 // headerMatcher maps both the string_match form and the deprecated direct forms onto one kind.
 func (c *compiler) headerMatcher(p ypath.Path, h *routev3.HeaderMatcher) bootstrap.HeaderMatcher {
-	c.only(p, h, "name", "exact_match", "safe_regex_match", "present_match", "prefix_match",
-		"suffix_match", "contains_match", "string_match", "invert_match")
-	out := bootstrap.HeaderMatcher{Name: h.GetName(), Kind: bootstrap.HeaderPresent, Present: true, Invert: h.GetInvertMatch()}
+	c.only(p, h, "name", "exact_match", "safe_regex_match", "range_match", "present_match", "prefix_match",
+		"suffix_match", "contains_match", "string_match", "invert_match", "treat_missing_header_as_empty")
+	out := bootstrap.HeaderMatcher{Name: h.GetName(), Kind: bootstrap.HeaderPresent, Present: true, Invert: h.GetInvertMatch(),
+		TreatMissingAsEmpty: h.GetTreatMissingHeaderAsEmpty()}
 	switch s := h.GetHeaderMatchSpecifier().(type) {
 	case nil:
 		// No specifier: Envoy matches when the header is present.
 	case *routev3.HeaderMatcher_ExactMatch:
 		out.Kind, out.Value = bootstrap.HeaderExact, s.ExactMatch
+		if s.ExactMatch == "" {
+			// The deprecated exact_match "" matches any value (HeaderDataExactMatch,
+			// source/common/http/header_utility.h: expected_value_.empty() || ...), unlike
+			// string_match's exact "", which matches only an empty value. prefix "" is that.
+			out.Kind = bootstrap.HeaderPrefix
+		}
+	case *routev3.HeaderMatcher_RangeMatch:
+		rp := p.Field("range_match")
+		c.only(rp, s.RangeMatch, "start", "end")
+		out.Kind, out.RangeStart, out.RangeEnd = bootstrap.HeaderRange, s.RangeMatch.GetStart(), s.RangeMatch.GetEnd()
 	case *routev3.HeaderMatcher_PrefixMatch:
 		out.Kind, out.Value = bootstrap.HeaderPrefix, s.PrefixMatch
 	case *routev3.HeaderMatcher_SuffixMatch:

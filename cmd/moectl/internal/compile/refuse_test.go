@@ -8,16 +8,20 @@ func TestUnsupportedFieldsAreRefusedWithTheirYAMLPath(t *testing.T) {
 		snippets map[string]string
 		want     string
 	}{
-		{"route retry_policy", map[string]string{"ACTION": "retry_policy: {num_retries: 2}"},
-			routePath + ".route.retry_policy: not supported by moe-host"},
-		{"route request_headers_to_add", map[string]string{"ROUTE": "request_headers_to_add: [{header: {key: a, value: b}}]"},
-			routePath + ".request_headers_to_add: not supported by moe-host"},
+		{"retry host predicate", map[string]string{"ACTION": "retry_policy: {num_retries: 2, retry_host_predicate: [{name: envoy.retry_host_predicates.previous_hosts}]}"},
+			routePath + ".route.retry_policy.retry_host_predicate: not supported by moe-host"},
+		{"retriable headers", map[string]string{"ACTION": "retry_policy: {retry_on: retriable-headers}"},
+			routePath + `.route.retry_policy.retry_on: retry_on "retriable-headers" is not supported by moe-host`},
+		{"route hedge policy", map[string]string{"ACTION": "hedge_policy: {hedge_on_per_try_timeout: true}"},
+			routePath + ".route.hedge_policy: not supported by moe-host"},
+		{"header raw_value", map[string]string{"ROUTE": "request_headers_to_add: [{header: {key: a, raw_value: Yg==}}]"},
+			routePath + ".request_headers_to_add[0].header.raw_value: not supported by moe-host"},
 		{"match query_parameters", map[string]string{"MATCH": "query_parameters: [{name: q, present_match: true}]"},
 			routePath + ".match.query_parameters: not supported by moe-host"},
 		{"virtual host require_tls", map[string]string{"VHOST": "require_tls: ALL"},
 			vhPath + ".require_tls: not supported by moe-host"},
-		{"route config response headers", map[string]string{"ROUTE_CONFIG": "response_headers_to_remove: [server]"},
-			rcPath + ".response_headers_to_remove: not supported by moe-host"},
+		{"route config internal only headers", map[string]string{"ROUTE_CONFIG": "internal_only_headers: [x-internal]"},
+			rcPath + ".internal_only_headers: not supported by moe-host"},
 		{"hcm use_remote_address even when false", map[string]string{"HCM": "use_remote_address: false"},
 			hcmPath + ".use_remote_address: not supported by moe-host"},
 		{"hcm HTTP/2 codec", map[string]string{"HCM": "codec_type: HTTP2"},
@@ -40,10 +44,8 @@ func TestUnsupportedFieldsAreRefusedWithTheirYAMLPath(t *testing.T) {
 			hcmPath + `.http_filters[1].typed_config: http filter "wrapped" of type type.googleapis.com/xds.type.v3.TypedStruct is not supported by moe-host (golang and router only)`},
 		{"unknown filter type", map[string]string{"FILTERS": "- name: cors\n  typed_config: {\"@type\": type.googleapis.com/envoy.extensions.filters.http.cors.v3.Cors}"},
 			hcmPath + ".http_filters[1].typed_config.@type: type type.googleapis.com/envoy.extensions.filters.http.cors.v3.Cors is not supported by moe-host (unknown to moectl)"},
-		{"header range match", map[string]string{"MATCH": "headers: [{name: x, range_match: {start: 1, end: 2}}]"},
-			routePath + ".match.headers[0].range_match: not supported by moe-host"},
-		{"string matcher custom", map[string]string{"MATCH": "headers: [{name: x, string_match: {exact: a}, treat_missing_header_as_empty: true}]"},
-			routePath + ".match.headers[0].treat_missing_header_as_empty: not supported by moe-host"},
+		{"string matcher custom", map[string]string{"MATCH": "headers: [{name: x, string_match: {custom: {name: c, typed_config: {\"@type\": type.googleapis.com/google.protobuf.Empty}}}}]"},
+			routePath + ".match.headers[0].string_match.custom: not supported by moe-host"},
 		{"google_re2 option", map[string]string{"MATCH": "headers: [{name: x, safe_regex_match: {google_re2: {max_program_size: 10}, regex: a}}]"},
 			routePath + ".match.headers[0].safe_regex_match.google_re2.max_program_size: not supported by moe-host"},
 		{"direct response body from file", map[string]string{"ROUTES": "- {match: {path: /x}, direct_response: {status: 200, body: {filename: /etc/hostname}}}"},
@@ -111,7 +113,7 @@ func TestEnvoyValidationRulesAreReportedWithYAMLPaths(t *testing.T) {
 
 func TestAllProblemsAreReportedNotJustTheFirst(t *testing.T) {
 	y := minimal(t, map[string]string{
-		"ACTION":  "retry_policy: {}",
+		"ACTION":  "hedge_policy: {}",
 		"CLUSTER": "lb_policy: RANDOM",
 		"HCM":     "codec_type: HTTP3",
 	})

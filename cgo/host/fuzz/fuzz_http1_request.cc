@@ -276,6 +276,7 @@ public:
     return std::make_unique<FuzzConnManager>(rec_, flags_, d);
   }
   uint32_t maxRequestHeadersBytes() const override { return (flags_ & kSmallHeaders) ? 1024 : 60 * 1024; }
+  void setListenerAddress(const std::string&, uint16_t) override {}
 
 private:
   Record& rec_;
@@ -285,7 +286,7 @@ private:
 DispatcherImpl& dispatcher() {
   static DispatcherImpl* d = [] {
     evthread_use_pthreads();
-    g_log_level.store(Off);
+    setAllLogLevels(Off);
     return new DispatcherImpl("worker_0", 0);
   }();
   return *d;

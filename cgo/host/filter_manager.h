@@ -184,7 +184,8 @@ public:
   void onDownstreamReset() { saw_downstream_reset_ = true; }
   // filter_manager.cc callHighWatermarkCallbacks/callLowWatermarkCallbacks: the downstream
   // connection's write buffer (from the codec) or an encoder filter's streaming buffer crossed
-  // a watermark; every registered DownstreamWatermarkCallbacks (the router) is told.
+  // a watermark; every registered DownstreamWatermarkCallbacks (the router's
+  // current try) is told.
   void callHighWatermarkCallbacks();
   void callLowWatermarkCallbacks();
   void addDownstreamWatermarkCallbacks(DownstreamWatermarkCallbacks& cb);

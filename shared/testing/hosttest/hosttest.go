@@ -126,16 +126,33 @@ func OutDir(t tb.TB) string {
 var errNoGoMod = errors.New("no go.mod above the test directory")
 
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago (nobody listens on it
-// now: also the way to name an unreachable upstream).
+// now: also the way to name an unreachable upstream). A port is handed out once per test
+// binary: the kernel may give a closed ephemeral port to the next bind(0) again, and one host's
+// admin and listener ports (or two listeners) must not be the same.
 func FreePort(t tb.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("listen: %v", err)
+	freePortsMu.Lock()
+	defer freePortsMu.Unlock()
+	for i := 0; i < 100; i++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatalf("listen: %v", err)
+		}
+		p := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		if !freePorts[p] {
+			freePorts[p] = true
+			return p
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	t.Fatalf("no free port not handed out before")
+	return 0
 }
+
+var (
+	freePortsMu sync.Mutex
+	freePorts   = map[int]bool{}
+)
 
 // Vars are the values a bootstrap template can use, besides the caller's own (which win):
 // {{.Library}} (absolute path of the plugin library), {{.Port}} (a free port for the

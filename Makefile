@@ -96,7 +96,7 @@ test: build $(TEST_BINS)
 test-istiod: $(OUT)/moectl
 	cd istio/istiodcheck && MOECTL=$(abspath $(OUT)/moectl) MOE_REQUIRE_HOST=1 $(GO) test -count=1 -timeout 10m ./...
 
-# The moe-host conformance suite again, against the AddressSanitizer/LeakSanitizer build, then the
+# The moe-host conformance suite again, against the ASan/LSan/UBSan build (moe-host-asan), then the
 # chaos suite (half its requests; a sanitizer report in the host's output fails the test).
 test-asan: $(OUT)/moe-host-asan $(OUT)/moectl $(OUT)/libconformance.so $(OUT)/libmoe-e2e.so
 	MOE_REQUIRE_HOST=1 MOE_HOST_LOOPBACK_ONLY=1 MOE_HOST_BIN=$(abspath $(OUT)/moe-host-asan) \

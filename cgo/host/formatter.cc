@@ -492,23 +492,6 @@ const char* longFlagName(std::string_view f) {
   return "";
 }
 
-std::string uuid4() {
-  thread_local std::mt19937_64 rng{std::random_device{}()};
-  uint64_t a = rng(), b = rng();
-  unsigned char bytes[16];
-  for (int i = 0; i < 8; i++) {
-    bytes[i] = static_cast<unsigned char>(a >> (8 * i));
-    bytes[8 + i] = static_cast<unsigned char>(b >> (8 * i));
-  }
-  bytes[6] = static_cast<unsigned char>((bytes[6] & 0x0f) | 0x40);
-  bytes[8] = static_cast<unsigned char>((bytes[8] & 0x3f) | 0x80);
-  char out[37];
-  snprintf(out, sizeof(out), "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", bytes[0],
-           bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7], bytes[8], bytes[9], bytes[10],
-           bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]);
-  return out;
-}
-
 const char* accessLogTypeName(AccessLogType t) {
   switch (t) {
   case AccessLogType::NotSet: return "NotSet";
@@ -805,6 +788,24 @@ std::string Formatter::format(const FormatContext& c, const StreamInfo& i) const
     out.push_back('"');
   }
   out.push_back('\n');
+  return out;
+}
+
+// Envoy's Random::uuid(): version 4, RFC 4122 variant (x-request-id and %UNIQUE_ID%).
+std::string uuid4() {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  uint64_t a = rng(), b = rng();
+  unsigned char bytes[16];
+  for (int i = 0; i < 8; i++) {
+    bytes[i] = static_cast<unsigned char>(a >> (8 * i));
+    bytes[8 + i] = static_cast<unsigned char>(b >> (8 * i));
+  }
+  bytes[6] = static_cast<unsigned char>((bytes[6] & 0x0f) | 0x40);
+  bytes[8] = static_cast<unsigned char>((bytes[8] & 0x3f) | 0x80);
+  char out[37];
+  snprintf(out, sizeof(out), "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", bytes[0],
+           bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7], bytes[8], bytes[9], bytes[10],
+           bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]);
   return out;
 }
 

@@ -62,7 +62,11 @@ private:
 
 // Json::sanitize: the string's JSON escapes, without the quotes.
 std::string jsonEscape(std::string_view s);
+
 // A JSON string literal.
 std::string jsonQuote(std::string_view s);
+
+// A random version-4 UUID, as Envoy's Random::uuid().
+std::string uuid4();
 
 } // namespace moe

@@ -67,21 +67,7 @@ the file could not be read or parsed at all (Envoy's update_failure), 1 that it 
 				return exitError{exitProblems}
 			}
 			js, err := json.MarshalIndent(res.Bootstrap, "", "  ")
-			if err != nil {
-				fmt.Fprintf(cmd.ErrOrStderr(), "moectl: encode compiled bootstrap: %v\n", err)
-				return exitError{exitProblems}
-			}
-			js = append(js, '\n')
-			if out == "" {
-				_, err = cmd.OutOrStdout().Write(js)
-			} else {
-				err = os.WriteFile(out, js, 0o644)
-			}
-			if err != nil {
-				fmt.Fprintf(cmd.ErrOrStderr(), "moectl: write compiled bootstrap: %v\n", err)
-				return exitError{exitProblems}
-			}
-			return nil
+			return writeCompiled(cmd, out, "bootstrap", js, err)
 		},
 	}
 	f := c.Flags()
@@ -122,18 +108,25 @@ func compileResources(cmd *cobra.Command, config, kind, file, out string, opts c
 		return exitError{exitProblems}
 	}
 	js, err := json.Marshal(res)
-	if err != nil {
-		fmt.Fprintf(cmd.ErrOrStderr(), "moectl: encode compiled resources: %v\n", err)
+	return writeCompiled(cmd, out, "resources", js, err)
+}
+
+// writeCompiled writes compiled JSON (what: "bootstrap" or "resources") to out, or to standard
+// output when out is empty; encodeErr is the error of encoding it.
+func writeCompiled(cmd *cobra.Command, out, what string, js []byte, encodeErr error) error {
+	if encodeErr != nil {
+		fmt.Fprintf(cmd.ErrOrStderr(), "moectl: encode compiled %s: %v\n", what, encodeErr)
 		return exitError{exitProblems}
 	}
 	js = append(js, '\n')
+	var err error
 	if out == "" {
 		_, err = cmd.OutOrStdout().Write(js)
 	} else {
 		err = os.WriteFile(out, js, 0o644)
 	}
 	if err != nil {
-		fmt.Fprintf(cmd.ErrOrStderr(), "moectl: write compiled resources: %v\n", err)
+		fmt.Fprintf(cmd.ErrOrStderr(), "moectl: write compiled %s: %v\n", what, err)
 		return exitError{exitProblems}
 	}
 	return nil

@@ -45,10 +45,17 @@ func TestIdleSentinelUsesNoCPU(t *testing.T) {
 		f.OnDestroy()
 	}
 	time.Sleep(100 * time.Millisecond) // let what the requests started settle
-	before := processCPU(t)
-	time.Sleep(time.Second)
-	if used := processCPU(t) - before; used > 5*time.Millisecond {
-		t.Errorf("%v of CPU in an idle second", used)
+	// The process's CPU counts everything in the test binary (GC, the race detector, other
+	// packages' goroutines); the least of three idle seconds keeps a loaded machine's noise
+	// out, while a ticker like sentinel-golang's 1 ms clock costs every second (27 ms here).
+	least := time.Hour
+	for range 3 {
+		before := processCPU(t)
+		time.Sleep(time.Second)
+		least = min(least, processCPU(t)-before)
+	}
+	if least > 8*time.Millisecond {
+		t.Errorf("%v of CPU in the quietest of three idle seconds", least)
 	}
 }
 

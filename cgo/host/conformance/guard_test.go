@@ -9,8 +9,9 @@ import (
 // 127.0.0.0/8 and ::1 is refused before the socket connects: the client gets what Envoy answers
 // for a connect failure (router.cc onUpstreamReset: 503, reset reason "remote connection
 // failure"), the connect-failure stats count it, and so does
-// moe_host.upstream_cx_non_loopback_refused. The address is TEST-NET-1 (192.0.2.1): nothing
-// would answer it anyway, and the guard keeps even the SYN on the machine. It covers a STATIC
+// moe_host.upstream_cx_non_loopback_refused. The address is 0.0.0.0: outside 127.0.0.0/8, so
+// the guard must refuse it, yet a connect to it never leaves the machine even if the guard
+// failed (Linux sends it to the local host, where port 80 is closed). It covers a STATIC
 // host, an address a STRICT_DNS cluster resolved, and an override host.
 func TestLoopbackGuard(t *testing.T) {
 	findBinaries(t)
@@ -29,7 +30,7 @@ func TestLoopbackGuard(t *testing.T) {
 	}{
 		{"StaticHost", "/static", hdrs("x-test-basic", "1")},
 		{"StrictDnsResolvedAddress", "/dns", hdrs("x-test-basic", "1")},
-		{"OverrideHost", "/override", hdrs("x-test-basic", "1", "x-test-override-host", "192.0.2.1:80", "x-test-override-strict", "true")},
+		{"OverrideHost", "/override", hdrs("x-test-basic", "1", "x-test-override-host", "0.0.0.0:80", "x-test-override-strict", "true")},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			before := h.stats(t)
@@ -38,8 +39,8 @@ func TestLoopbackGuard(t *testing.T) {
 			if r.status != 503 || r.body != body {
 				t.Errorf("got %d %q, want 503 %q", r.status, r.body, body)
 			}
-			if d := r.get("rsp-response-code-details"); !strings.Contains(d, "remote_connection_failure") || !strings.Contains(d, "192.0.2.1:80") {
-				t.Errorf("response code details %q, want the connect failure naming 192.0.2.1:80", d)
+			if d := r.get("rsp-response-code-details"); !strings.Contains(d, "remote_connection_failure") || !strings.Contains(d, "0.0.0.0:80") {
+				t.Errorf("response code details %q, want the connect failure naming 0.0.0.0:80", d)
 			}
 			after := h.stats(t)
 			if after[refused] != n {
@@ -54,7 +55,7 @@ func TestLoopbackGuard(t *testing.T) {
 	if r := h.must(t, req{listener: "main", path: "/echo"}); r.status != 200 || r.get("x-upstream") != "a1" {
 		t.Errorf("loopback upstream: %d %q", r.status, r.get("x-upstream"))
 	}
-	if !strings.Contains(h.Output(), "refused upstream connect to 192.0.2.1:80") {
+	if !strings.Contains(h.Output(), "refused upstream connect to 0.0.0.0:80") {
 		t.Errorf("the refusal is not logged:\n%s", tail(h.Output(), 4000))
 	}
 }

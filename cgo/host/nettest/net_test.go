@@ -988,14 +988,15 @@ func TestConcurrentLoad(t *testing.T) {
 // 127.0.0.0/8 and ::1 is refused before the socket connects and fails as an immediate connect
 // error (connection_impl.cc ClientConnectionImpl::connect), counted; a STRICT_DNS address is
 // checked the same way once resolved, and a name that needs a DNS server is not resolved at all.
-// 192.0.2.1 is TEST-NET-1 (RFC 5737).
+// 0.0.0.0 is outside 127.0.0.0/8, so the guard must refuse it, but a connect to it stays on the
+// machine even if the guard failed (Linux sends it to the local host).
 func TestLoopbackGuard(t *testing.T) {
 	cases := []struct {
 		name, kind, address string
 		wantBody, wantStat  string
 	}{
-		{"Static", "STATIC", "192.0.2.1", "immediate connect error: 1|remote address:192.0.2.1:80", "moe_host.upstream_cx_non_loopback_refused"},
-		{"StrictDnsNumeric", "STRICT_DNS", "192.0.2.1", "immediate connect error: 1|remote address:192.0.2.1:80", "moe_host.upstream_cx_non_loopback_refused"},
+		{"Static", "STATIC", "0.0.0.0", "immediate connect error: 1|remote address:0.0.0.0:80", "moe_host.upstream_cx_non_loopback_refused"},
+		{"StrictDnsNumeric", "STRICT_DNS", "0.0.0.0", "immediate connect error: 1|remote address:0.0.0.0:80", "moe_host.upstream_cx_non_loopback_refused"},
 		{"StrictDnsName", "STRICT_DNS", "upstream.invalid", "no healthy upstream", "moe_host.upstream_dns_non_local_refused"},
 	}
 	for _, c := range cases {

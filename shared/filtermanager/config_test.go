@@ -2,6 +2,7 @@ package filtermanager_test
 
 import (
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/moeproxy/moe/shared/api"
@@ -108,5 +109,69 @@ func TestPanicWhileParsingIsARejection(t *testing.T) {
 	t.Cleanup(func() { registry.Unregister("parse-panic") })
 	if _, err := fakeenvoy.ParseFilter(filtermanager.Parser{}, `{"plugins":[{"name":"parse-panic"}]}`); err == nil {
 		t.Error("accepted")
+	}
+}
+
+// destroyCounting is a tag config that counts its Destroy calls.
+type destroyCounting struct {
+	tagConfig
+	destroyed *atomic.Int32
+}
+
+func (d *destroyCounting) Destroy() { d.destroyed.Add(1) }
+
+// Envoy destroys a merged route config on its own (a route table change, after
+// a delay: go/pkg/http/config.go envoyGoFilterDestroyHttpPluginConfig). When a
+// merge falls back to the parent's chain (a route config that cannot be merged,
+// a panic), destroying the merged config must leave the parent's plugin
+// configs alone: the parent keeps serving its other routes.
+func TestDestroyingAFailedMergeKeepsTheParentsPlugins(t *testing.T) {
+	registry.Register(registry.Plugin{Name: "needs-tag", NewConfig: func() any { return &tagConfig{} }, // no default tag
+		Factory: func(any) api.Filter { return recvF{} }})
+	t.Cleanup(func() { registry.Unregister("needs-tag") })
+	var destroyed atomic.Int32
+	registry.Register(registry.Plugin{Name: "counted",
+		NewConfig: func() any { return &destroyCounting{destroyed: &destroyed} },
+		Merge:     func(parent, child any) any { panic("merge bug") },
+		Factory: registry.Typed(func(c *destroyCounting) api.Filter {
+			return recvF{func(_ api.Context, h api.RequestHeaderMap, _ api.Buffer, _ api.HeaderMap) api.Status {
+				appendHeader(h, "x-trace", c.Tag)
+				return api.Continue
+			}}
+		})})
+	t.Cleanup(func() { registry.Unregister("counted") })
+	cases := map[string]string{
+		// Valid alone, but merging it needs needs-tag's config, which it lacks.
+		"unmergeable route": `{"plugins":[{"name":"needs-tag"}]}`,
+		// The plugin's own Merge panics.
+		"panicking merge": `{"plugins":[{"name":"counted","config":{"tag":"R"}}]}`,
+	}
+	for name, routeJSON := range cases {
+		t.Run(name, func(t *testing.T) {
+			destroyed.Store(0)
+			parent, err := fakeenvoy.ParseFilter(filtermanager.Parser{}, `{"plugins":[{"name":"counted","config":{"tag":"P"}}]}`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			route, err := fakeenvoy.ParseRoute(filtermanager.Parser{}, routeJSON)
+			if err != nil {
+				t.Fatal(err)
+			}
+			merged := filtermanager.Parser{}.Merge(parent, route)
+			if got := do(t, merged, fakeenvoy.Request{}).Upstream.Headers["x-trace"]; len(got) != 1 || got[0] != "P" {
+				t.Fatalf("a failed merge serves %v, want the parent's chain", got)
+			}
+			merged.(api.Destroyable).Destroy()
+			if n := destroyed.Load(); n != 0 {
+				t.Fatalf("destroying the failed merge destroyed the parent's plugin config (%d times)", n)
+			}
+			if got := do(t, parent, fakeenvoy.Request{}).Upstream.Headers["x-trace"]; len(got) != 1 || got[0] != "P" {
+				t.Errorf("parent after the merge was destroyed serves %v", got)
+			}
+			parent.(api.Destroyable).Destroy()
+			if n := destroyed.Load(); n != 1 {
+				t.Errorf("destroying the parent destroyed its plugin config %d times, want 1", n)
+			}
+		})
 	}
 }

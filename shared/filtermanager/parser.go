@@ -69,7 +69,7 @@ func mergeChains(parent, child any) (out any) {
 	defer func() {
 		if r := recover(); r != nil {
 			log.Errorf("panic merging route config, keeping the parent's: %v\n%s", r, debug.Stack())
-			out = parent
+			out = unownedCopy(parent)
 		}
 	}()
 	p, ok := parent.(*Chain)
@@ -82,7 +82,7 @@ func mergeChains(parent, child any) (out any) {
 		entries, err := config.Merge(p.entries, c.entries)
 		if err != nil {
 			log.Errorf("route config: %v; keeping the parent's plugin chain", err)
-			return p
+			return unownedCopy(p)
 		}
 		merged, problems := buildWithConsumers(entries, p.consumers)
 		for _, err := range problems {
@@ -93,6 +93,27 @@ func mergeChains(parent, child any) (out any) {
 		return c
 	}
 	return p
+}
+
+// unownedCopy is what a merge that falls back to its parent returns: a chain
+// of the parent's plugins and configs that does not own them. Envoy destroys
+// the merged config on its own (when the route table changes) while the
+// parent keeps serving, so returning the parent itself would destroy its
+// plugins' configs (closing their clients, stopping their goroutines) under
+// it. Should even that rebuild panic, the parent itself is returned.
+func unownedCopy(parent any) (out any) {
+	p, ok := parent.(*Chain)
+	if !ok {
+		return parent
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			log.Errorf("panic rebuilding the parent chain for a route: %v", r)
+			out = p
+		}
+	}()
+	c, _ := buildWithConsumers(p.entries, p.consumers) // problems were reported when p was built
+	return c
 }
 
 func destroyEntries(es []config.Entry) {

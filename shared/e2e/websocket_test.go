@@ -393,3 +393,103 @@ func TestKeyAuthRefusesAWebSocketUpgradeWithoutAKey(t *testing.T) {
 	}
 	echoMessages(t, c, []wsMessage{{websocket.TextMessage, []byte("authenticated")}})
 }
+
+// rawUpgrade sends an upgrade request with payload right behind its headers (one write) and
+// returns the response and a reader for what follows it.
+func rawUpgrade(t *testing.T, h *wsHost, upgrade, path, payload string) (net.Conn, *bufio.Reader, *http.Response) {
+	t.Helper()
+	conn, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", h.Port), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: %s\r\n\r\n%s", path, upgrade, payload)
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("upgrade response: %v\n%s", err, tail(h.Output()))
+	}
+	return conn, br, resp
+}
+
+// A websocket upgrade's payload waits for the upstream's 101 (Envoy's paused_for_websocket_);
+// another upgrade type's goes up at once. Either way the upstream sees connection and upgrade,
+// and after the 101 both directions are a raw pipe.
+func TestUpgradePayloadBeforeThe101(t *testing.T) {
+	cases := []struct {
+		upgrade   string
+		wantEarly string // what the upstream received before it answered
+	}{
+		{"websocket", `""`},
+		{"x-echo-proto", `"EARLY"`},
+	}
+	h := startWSHost(t, wsConfig{hcmUpgrades: "[{upgrade_type: websocket}, {upgrade_type: X-Echo-Proto}]"})
+	for _, tc := range cases {
+		t.Run(tc.upgrade, func(t *testing.T) {
+			conn, br, resp := rawUpgrade(t, h, tc.upgrade, "/upgrade?early=1", "EARLY")
+			if resp.StatusCode != 101 || resp.Header.Get("x-echo-early") != tc.wantEarly ||
+				resp.Header.Get("x-echo-request-upgrade") != tc.upgrade || resp.Header.Get("x-echo-request-connection") != "Upgrade" ||
+				resp.Header.Get("Upgrade") != tc.upgrade || !strings.EqualFold(resp.Header.Get("Connection"), "upgrade") ||
+				resp.Header.Get("x-e2e-stream-bytes") != "101" {
+				t.Fatalf("101: %d %v", resp.StatusCode, resp.Header)
+			}
+			if _, err := io.WriteString(conn, "more"); err != nil {
+				t.Fatal(err)
+			}
+			got := make([]byte, len("EARLYmore"))
+			if _, err := io.ReadFull(br, got); err != nil || string(got) != "EARLYmore" {
+				t.Fatalf("piped back %q, %v; want EARLYmore", got, err)
+			}
+		})
+	}
+}
+
+// The pipe keeps the watermarks of ordinary streams: a client that sends much more than it
+// reads makes the host pause reading the upstream (its write buffer to the client is full)
+// and then the client (the upstream's buffer is full), and every byte still arrives in order.
+func TestUpgradedStreamFlowControl(t *testing.T) {
+	h := startWSHost(t, wsConfig{hcmUpgrades: "[{upgrade_type: x-echo-proto}]"})
+	conn, br, resp := rawUpgrade(t, h, "x-echo-proto", "/upgrade", "")
+	if resp.StatusCode != 101 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	const total = 32 << 20
+	_ = conn.SetDeadline(time.Now().Add(60 * time.Second))
+	pattern := func(i int) byte { return byte(i*7 + i/4096) }
+	werr := make(chan error, 1)
+	go func() {
+		buf := make([]byte, 64<<10)
+		for off := 0; off < total; off += len(buf) {
+			for i := range buf {
+				buf[i] = pattern(off + i)
+			}
+			if _, err := conn.Write(buf); err != nil {
+				werr <- err
+				return
+			}
+		}
+		werr <- nil
+	}()
+	// Not reading yet: the host must push back on both sides.
+	waitFor(t, "the host to pause reading the upstream and the client", func() bool {
+		return h.Counter(t, "cluster.upstream.upstream_flow_control_paused_reading_total") > 0 &&
+			h.Counter(t, "http.ws.downstream_flow_control_paused_reading_total") > 0
+	})
+	buf := make([]byte, 64<<10)
+	for off := 0; off < total; {
+		n, err := br.Read(buf)
+		for i := 0; i < n; i++ {
+			if buf[i] != pattern(off+i) {
+				t.Fatalf("byte %d: got %d, want %d", off+i, buf[i], pattern(off+i))
+			}
+		}
+		off += n
+		if err != nil {
+			t.Fatalf("read after %d bytes: %v", off, err)
+		}
+	}
+	if err := <-werr; err != nil {
+		t.Fatalf("write: %v", err)
+	}
+}

@@ -19,6 +19,8 @@
 //	/ws             a websocket echo (websocket.go): each message back as sent;
 //	                ?close_after=N closes (1000 "bye") after N messages; Server.WebSocketClosed
 //	                counts the websocket connections that ended
+//	/upgrade        a generic upgrade (upgrade.go): 101 with the request's Upgrade, then every
+//	                byte back raw; ?early=1 reports bytes sent before the 101 (x-echo-early)
 //
 // Everywhere but /chunked and /bytes:
 //
@@ -108,6 +110,7 @@ func newHandler(name string, abandoned, wsClosed *atomic.Int64) http.Handler {
 	mux.HandleFunc("/chunked", handleChunked)
 	mux.HandleFunc("/bytes/{n}", handleBytes)
 	mux.HandleFunc("/mirror", handleMirror)
+	mux.HandleFunc("/upgrade", handleUpgrade)
 	mux.HandleFunc("/ws", func(w http.ResponseWriter, r *http.Request) { handleWebSocket(w, r, wsClosed) })
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { answer(w, r, http.StatusOK) })
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

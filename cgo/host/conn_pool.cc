@@ -49,7 +49,7 @@ void UpstreamRequestImpl::readDisable(bool disable) {
 void UpstreamRequestImpl::encodeHeaders(const HeaderMap& headers, bool end_stream) {
   if (conn_ == nullptr || done_) return;
   std::string out;
-  serializer_.encodeHeaders(headers, end_stream, out);
+  serializer_.encodeHeaders(headers, end_stream, out, upgrade_);
   conn_->write(out);
 }
 
@@ -367,9 +367,10 @@ ConnPool::ConnPool(Dispatcher& dispatcher, std::string cluster_name, uint64_t co
       stats_(*stats_owner_),
       connect_timeout_ms_(connect_timeout_ms) {}
 
-UpstreamRequestPtr ConnPool::newRequest(const Endpoint& endpoint, UpstreamCallbacks& cb, bool dedicated) {
+UpstreamRequestPtr ConnPool::newRequest(const Endpoint& endpoint, UpstreamCallbacks& cb, bool upgrade) {
   auto request = std::make_unique<UpstreamRequestImpl>(dispatcher_, cb);
-  auto it = dedicated ? idle_.end() : idle_.find(endpoint.str());
+  request->upgrade_ = upgrade;
+  auto it = upgrade ? idle_.end() : idle_.find(endpoint.str());
   if (it != idle_.end() && !it->second.empty()) {
     // Most recently used first: the least likely to have been closed by the upstream.
     UpstreamConnection* conn = it->second.back();
@@ -384,7 +385,7 @@ UpstreamRequestPtr ConnPool::newRequest(const Endpoint& endpoint, UpstreamCallba
     return request;
   }
   auto* conn = new UpstreamConnection(*this, dispatcher_, endpoint, connect_timeout_ms_);
-  if (dedicated) conn->setDedicated();
+  if (upgrade) conn->setDedicated();
   all_.insert(conn);
   stats().counter("moe_host.upstream_cx_total").inc();
   stats_.upstream_cx_total.inc();

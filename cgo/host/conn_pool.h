@@ -46,6 +46,10 @@ private:
   UpstreamCallbacks& cb_;
   UpstreamConnection* conn_ = nullptr;  // nullptr when not bound, finished, or failed
   RequestSerializer serializer_;
+  // An upgrade the connection manager allowed: only then may the serializer keep
+  // connection/upgrade and leave the payload unframed (a filter that adds those headers to an
+  // ordinary request does not turn its body into unframed bytes).
+  bool upgrade_ = false;
   bool done_ = false;                   // response complete, failed, or reset: no more callbacks
   std::shared_ptr<bool> alive_;         // false after destruction; checked by posted callbacks
 };
@@ -118,8 +122,8 @@ public:
   ConnPool(Dispatcher& dispatcher, std::string cluster_name, uint64_t connect_timeout_ms,
            std::shared_ptr<ClusterStats> stats);
 
-  // dedicated: on a new connection that is closed after this request (an upgrade).
-  UpstreamRequestPtr newRequest(const Endpoint& endpoint, UpstreamCallbacks& cb, bool dedicated);
+  // upgrade: on a new connection that is closed after this request, sent as an upgrade.
+  UpstreamRequestPtr newRequest(const Endpoint& endpoint, UpstreamCallbacks& cb, bool upgrade);
   // A request that fails from the event loop with reason/details (e.g. strict override host).
   UpstreamRequestPtr failedRequest(UpstreamCallbacks& cb, UpstreamResetReason reason, std::string details);
   // Round robin position for this worker (Envoy's round robin LB is per worker too).

@@ -196,6 +196,7 @@ public:
     parent_.callbacks_.readDisableDownstream(false);
   }
   const HeaderMap* requestHeaders() override { return parent_.request_headers_.get(); }
+  bool upgradeAccepted() override { return parent_.upgrade_accepted_; }
   void addDownstreamWatermarkCallbacks(DownstreamWatermarkCallbacks& cb) override {
     parent_.addDownstreamWatermarkCallbacks(cb);
   }

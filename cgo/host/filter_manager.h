@@ -81,6 +81,8 @@ public:
   virtual void onDecoderFilterAboveWriteBufferHighWatermark() = 0;
   virtual void onDecoderFilterBelowWriteBufferLowWatermark() = 0;
   virtual const HeaderMap* requestHeaders() = 0;
+  // The request is an upgrade the connection manager allowed (upgrade_configs).
+  virtual bool upgradeAccepted() = 0;
   // The request data the filter manager holds (Envoy's decodingBuffer()), or nullptr.
   virtual const Buffer* decodingBuffer() = 0;
 };

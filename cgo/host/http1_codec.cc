@@ -1281,7 +1281,7 @@ bool ResponseParser::onEof() {
 
 // ---- RequestSerializer ----
 
-void RequestSerializer::encodeHeaders(const HeaderMap& headers, bool end_stream, std::string& out) {
+void RequestSerializer::encodeHeaders(const HeaderMap& headers, bool end_stream, std::string& out, bool allow_upgrade) {
   std::string_view method = headers.method();
   head_ = method == "HEAD";
   std::string_view path = headers.path();
@@ -1294,7 +1294,7 @@ void RequestSerializer::encodeHeaders(const HeaderMap& headers, bool end_stream,
   bool saw_content_length = false;
   // codec_impl.cc:470-477: an upgrade request keeps its connection and upgrade headers (the
   // connection manager left them) and is never chunked: what follows is upgrade payload.
-  upgrade_ = isUpgradeRequest(headers);
+  upgrade_ = allow_upgrade && isUpgradeRequest(headers);
   for (auto& [k, v] : headers.entries()) {
     if (k.empty() || k[0] == ':') continue;
     if (isHopByHop(k) && !(upgrade_ && (k == "connection" || k == "upgrade"))) continue;

@@ -216,8 +216,10 @@ private:
 // Serialises one request (Envoy's RequestEncoderImpl framing rules).
 class RequestSerializer {
 public:
-  // Appends the request line and headers to out. Host comes from :authority.
-  void encodeHeaders(const HeaderMap& headers, bool end_stream, std::string& out);
+  // Appends the request line and headers to out. Host comes from :authority. allow_upgrade:
+  // the request may be sent as an upgrade (the connection manager allowed it); then, if its
+  // headers still make it one, connection/upgrade are written and nothing is chunked.
+  void encodeHeaders(const HeaderMap& headers, bool end_stream, std::string& out, bool allow_upgrade = false);
   void encodeData(const Buffer& data, bool end_stream, std::string& out);
   void encodeTrailers(const HeaderMap& trailers, std::string& out);
   bool complete() const { return complete_; }

@@ -331,8 +331,10 @@ FilterHeadersStatus RouterFilter::decodeHeaders(HeaderMap& headers, bool end_str
     return FilterHeadersStatus::StopIteration;
   }
 
-  // An upgrade the connection manager let through (a refused one never gets here).
-  upgrade_ = isUpgradeRequest(headers);
+  // An upgrade the connection manager let through (a refused one never gets here), still one
+  // after the filters: a filter that adds upgrade headers to an ordinary request does not
+  // make it one (its body stays framed).
+  upgrade_ = callbacks_->upgradeAccepted() && isUpgradeRequest(headers);
   websocket_paused_ = upgrade_ && isWebSocketUpgradeRequest(headers);
   // continueDecodeHeaders: the retry state (which consumes the retry request headers). None
   // for an upgrade here (Envoy keeps one): its payload is not kept for a second try.

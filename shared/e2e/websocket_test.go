@@ -493,3 +493,28 @@ func TestUpgradedStreamFlowControl(t *testing.T) {
 		t.Fatalf("write: %v", err)
 	}
 }
+
+// A plugin that adds upgrade headers to an ordinary request does not make it an upgrade: the
+// upstream gets a framed body and no connection/upgrade (otherwise the body would go unframed
+// and could smuggle a request).
+func TestFilterAddedUpgradeHeadersDoNotUnframeARequestBody(t *testing.T) {
+	h := startWSHost(t, wsConfig{plugins: `[{"name": "e2e-set-headers", "config": {"request": {"connection": "upgrade", "upgrade": "websocket"}}}]`})
+	pr, pw := io.Pipe()
+	go func() {
+		// Unknown length: sent chunked, so only the proxy's framing delimits it.
+		_, _ = io.WriteString(pw, "GET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n")
+		_ = pw.Close()
+	}()
+	req, err := http.NewRequest(http.MethodPost, h.URL+"/", pr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := hosttest.DecodeEcho(t, resp)
+	if e.Body != "GET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n" || e.Header("upgrade") != "" || h.up.Requests.Load() != 1 {
+		t.Fatalf("upstream saw body %q, upgrade %q, %d requests", e.Body, e.Header("upgrade"), h.up.Requests.Load())
+	}
+}

@@ -10,6 +10,7 @@ require (
 	github.com/envoyproxy/envoy v1.39.0
 	github.com/envoyproxy/go-control-plane/contrib v1.36.1-0.20260729145720-a2d8c7492908
 	github.com/envoyproxy/go-control-plane/envoy v1.39.0
+	github.com/gorilla/websocket v1.5.3
 	github.com/hashicorp/golang-lru/v2 v2.0.7
 	github.com/lestrrat-go/jwx/v3 v3.4.0
 	github.com/redis/go-redis/v9 v9.23.0

@@ -359,6 +359,15 @@ RouteMatch parseRouteMatch(const json& v, const std::string& path) {
   return m;
 }
 
+UpgradeConfig parseUpgradeConfig(const json& v, const std::string& path) {
+  requireObject(v, path);
+  UpgradeConfig u;
+  u.upgrade_type = getString(v, path, "upgrade_type");
+  if (u.upgrade_type.empty()) fail(path + ".upgrade_type", "must not be empty");
+  u.enabled = getBool(v, path, "enabled", true);
+  return u;
+}
+
 RouteAction parseRouteAction(const json& v, const std::string& path) {
   requireObject(v, path);
   RouteAction a;
@@ -385,6 +394,8 @@ RouteAction parseRouteAction(const json& v, const std::string& path) {
   a.cluster_not_found_response_code =
       static_cast<uint32_t>(getUint(v, path, "cluster_not_found_response_code", 599, 503));
   if (const json* rp = optionalMember(v, "retry_policy")) a.retry_policy = parseRetryPolicy(*rp, path + ".retry_policy");
+  forEach(v, path, "upgrade_configs", false,
+          [&](const json& u, const std::string& up) { a.upgrade_configs.push_back(parseUpgradeConfig(u, up)); });
   if (a.cluster_not_found_response_code != 503 && a.cluster_not_found_response_code != 404 &&
       a.cluster_not_found_response_code != 500)
     fail(path + ".cluster_not_found_response_code", "must be 503, 404 or 500");
@@ -507,6 +518,8 @@ HttpConnectionManager parseHcm(const json& v, const std::string& path) {
   }
   forEach(v, path, "access_log", false,
           [&](const json& a, const std::string& ap) { h.access_log.push_back(parseAccessLog(a, ap)); });
+  forEach(v, path, "upgrade_configs", false,
+          [&](const json& u, const std::string& up) { h.upgrade_configs.push_back(parseUpgradeConfig(u, up)); });
   return h;
 }
 

@@ -116,6 +116,13 @@ struct WeightedCluster {
   uint32_t weight = 0;
 };
 
+// One upgrade_configs entry (connection manager or route): the type, lowercased by moectl
+// (Envoy compares upgrade types case-insensitively), and whether it is allowed.
+struct UpgradeConfig {
+  std::string upgrade_type;
+  bool enabled = true;
+};
+
 struct RouteAction {
   std::string cluster;                        // one of cluster,
   std::string cluster_header;                 //   cluster_header,
@@ -129,6 +136,9 @@ struct RouteAction {
   uint32_t cluster_not_found_response_code = 503;
   // The route's retry_policy, else its virtual host's (config_impl.cc buildRetryPolicy).
   std::optional<RetryPolicy> retry_policy;
+  // RouteAction.upgrade_configs: per type, allowed or refused on this route over the
+  // connection manager's list (http_connection_manager/config.cc:867-897).
+  std::vector<UpgradeConfig> upgrade_configs;
 };
 
 struct DirectResponse {
@@ -206,6 +216,9 @@ struct HttpConnectionManager {
   RouteConfiguration route_config;            // empty when rds is set
   std::optional<Rds> rds;
   std::vector<AccessLog> access_log;
+  // upgrade_configs: the upgrade types (websocket, ...) proxied as upgrades; anything else
+  // that asks for an upgrade is refused with 403 (conn_manager_impl.cc:1578-1588).
+  std::vector<UpgradeConfig> upgrade_configs;
 };
 
 struct Listener {

@@ -224,18 +224,18 @@ ConnPool& ClusterImpl::poolFor(Dispatcher& worker) {
 
 UpstreamRequestPtr ClusterImpl::newRequest(Dispatcher& worker, UpstreamCallbacks& cb,
                                            const std::optional<std::string>& override_host,
-                                           bool override_strict) {
+                                           bool override_strict, bool upgrade) {
   auto eps = endpoints();
   if (eps.empty()) return nullptr;
   ConnPool& pool = poolFor(worker);
   if (override_host.has_value() && !override_host->empty()) {
     for (auto& ep : eps) {
-      if (overrideMatches(*override_host, ep)) return pool.newRequest(ep, cb);
+      if (overrideMatches(*override_host, ep)) return pool.newRequest(ep, cb, upgrade);
     }
     if (override_strict)
       return pool.failedRequest(cb, UpstreamResetReason::ConnectionFailure, "override host not found");
   }
-  return pool.newRequest(eps[pool.nextRoundRobin() % eps.size()], cb);
+  return pool.newRequest(eps[pool.nextRoundRobin() % eps.size()], cb, upgrade);
 }
 
 ClusterManagerImpl::ClusterManagerImpl(const std::vector<bootstrap::ClusterConfig>& configs, bool start_dns)

@@ -30,7 +30,7 @@ public:
   uint64_t connectTimeoutMs() const override { return config_.connect_timeout_ms; }
   UpstreamRequestPtr newRequest(Dispatcher& worker, UpstreamCallbacks& cb,
                                 const std::optional<std::string>& override_host,
-                                bool override_strict) override;
+                                bool override_strict, bool upgrade) override;
 
   // STRICT_DNS: resolves once now (synchronously) and then every dns_refresh_rate_ms on a
   // background thread. No-op for STATIC.

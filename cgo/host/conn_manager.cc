@@ -66,6 +66,8 @@ ConnectionManagerStats::ConnectionManagerStats(const std::string& prefix)
       downstream_rq_timeout(moe::stats().counter(prefix + "downstream_rq_timeout")),
       downstream_rq_header_timeout(moe::stats().counter(prefix + "downstream_rq_header_timeout")),
       downstream_rq_ws_on_non_ws_route(moe::stats().counter(prefix + "downstream_rq_ws_on_non_ws_route")),
+      downstream_cx_upgrades_total(moe::stats().counter(prefix + "downstream_cx_upgrades_total")),
+      downstream_cx_upgrades_active(moe::stats().gauge(prefix + "downstream_cx_upgrades_active")),
       downstream_cx_drain_close(moe::stats().counter(prefix + "downstream_cx_drain_close")),
       downstream_flow_control_paused_reading_total(
           moe::stats().counter(prefix + "downstream_flow_control_paused_reading_total")),
@@ -255,6 +257,7 @@ ActiveStream::~ActiveStream() {
     encoder_ = nullptr;
     ended_ = true;
     parent_.factory().stats().downstream_rq_active.sub(1);
+    if (successful_upgrade_) parent_.factory().stats().downstream_cx_upgrades_active.sub(1);
     g_active_streams.fetch_sub(1);
     filter_manager_.onStreamComplete();
     filter_manager_.log(AccessLogType::DownstreamEnd);
@@ -272,8 +275,8 @@ void ActiveStream::decodeHeaders(HeaderMapPtr headers, bool end_stream) {
   info_.request_id = *headers->get("x-request-id");
   headers->setOnly("x-forwarded-proto", "http");
   // Hop-by-hop headers never reach the filters (conn_manager_utility.cc:132-145); connection
-  // and upgrade stay on an upgrade request (the codec kept them only there), which the filter
-  // manager refuses with 403 as no upgrade_configs exist.
+  // and upgrade stay on an upgrade request (the codec kept them only there): the filter
+  // manager lets it through or refuses it with 403 after the upgrade_configs.
   if (!isUpgradeRequest(*headers)) {
     headers->remove("connection");
     headers->remove("upgrade");
@@ -437,6 +440,38 @@ bool ActiveStream::clusterExists(const std::string& name) {
 
 void ActiveStream::onUpgradeRejected() { parent_.factory().stats().downstream_rq_ws_on_non_ws_route.inc(); }
 
+namespace {
+bool upgradeTypeEquals(std::string_view a, std::string_view b) { return lowerCase(a) == lowerCase(b); }
+} // namespace
+
+// http_connection_manager/config.cc:867-897 createUpgradeFilterChain: a route entry for the
+// type decides (false refuses, true allows whatever the connection manager says); otherwise
+// the connection manager's entry, which must exist and be enabled. Types compare
+// case-insensitively (findUpgradeCaseInsensitive / findUpgradeBoolCaseInsensitive).
+bool ActiveStream::upgradeAllowed(std::string_view type, const bootstrap::RouteAction* route) {
+  if (route) {
+    for (const auto& u : route->upgrade_configs) {
+      if (upgradeTypeEquals(u.upgrade_type, type)) {
+        if (!u.enabled) return false;
+        return true;
+      }
+    }
+  }
+  for (const auto& u : parent_.factory().config().hcm.upgrade_configs) {
+    if (upgradeTypeEquals(u.upgrade_type, type)) return u.enabled;
+  }
+  return false;
+}
+
+// conn_manager_impl.cc:1565-1569: counted when the upgrade filter chain is created (before the
+// upstream answers), active until the stream ends (conn_manager_impl.cc:1047-1049).
+void ActiveStream::onUpgradeAccepted() {
+  if (successful_upgrade_) return;
+  successful_upgrade_ = true;
+  parent_.factory().stats().downstream_cx_upgrades_total.inc();
+  parent_.factory().stats().downstream_cx_upgrades_active.add(1);
+}
+
 // conn_manager_impl.cc:2085-2106 onDecoderFilterAbove/BelowWriteBufferLowWatermark.
 void ActiveStream::readDisableDownstream(bool disable) {
   if (encoder_) encoder_->readDisable(disable);
@@ -465,6 +500,7 @@ void ActiveStream::endStream() {
   if (request_header_timer_) request_header_timer_->disableTimer();
   info_.completed = std::chrono::steady_clock::now();
   parent_.factory().stats().downstream_rq_active.sub(1);
+  if (successful_upgrade_) parent_.factory().stats().downstream_cx_upgrades_active.sub(1);
   // completeRequest: downstream_rq_time from the stream's start.
   parent_.factory().stats().downstream_rq_time.record(static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::milliseconds>(*info_.completed - info_.start_steady).count()));

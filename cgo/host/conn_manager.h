@@ -43,6 +43,8 @@ struct ConnectionManagerStats {
   Counter& downstream_rq_timeout;
   Counter& downstream_rq_header_timeout;
   Counter& downstream_rq_ws_on_non_ws_route;
+  Counter& downstream_cx_upgrades_total;
+  Gauge& downstream_cx_upgrades_active;
   Counter& downstream_cx_drain_close;
   Counter& downstream_flow_control_paused_reading_total;
   Counter& downstream_flow_control_resumed_reading_total;
@@ -115,6 +117,8 @@ public:
   bool clusterExists(const std::string& name) override;
   void readDisableDownstream(bool disable) override;
   void onUpgradeRejected() override;
+  bool upgradeAllowed(std::string_view type, const bootstrap::RouteAction* route) override;
+  void onUpgradeAccepted() override;
 
   bool ended() const { return ended_; }
 
@@ -139,6 +143,7 @@ private:
   TimerPtr request_timer_;          // request_timeout_ms, until the request is complete
   TimerPtr request_header_timer_;   // request_headers_timeout_ms, until the headers are decoded
   bool ended_ = false;
+  bool successful_upgrade_ = false; // counted in downstream_cx_upgrades_active until the end
 };
 
 class ConnectionManager : public ServerConnectionCallbacks {

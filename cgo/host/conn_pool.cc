@@ -49,7 +49,7 @@ void UpstreamRequestImpl::readDisable(bool disable) {
 void UpstreamRequestImpl::encodeHeaders(const HeaderMap& headers, bool end_stream) {
   if (conn_ == nullptr || done_) return;
   std::string out;
-  serializer_.encodeHeaders(headers, end_stream, out);
+  serializer_.encodeHeaders(headers, end_stream, out, upgrade_);
   conn_->write(out);
 }
 
@@ -149,8 +149,10 @@ void UpstreamConnection::attach(UpstreamRequestImpl* request) {
 
 void UpstreamConnection::write(const std::string& data) {
   if (closed_ || data.empty()) return;
-  // The response parser must know about HEAD before the response arrives: no body follows.
+  // The response parser must know about HEAD before the response arrives: no body follows;
+  // and about an upgrade: a 101 turns the connection into a pipe.
   if (request_ != nullptr && request_->serializer_.headRequest() && !parser_.started()) parser_.reset(true);
+  if (request_ != nullptr && !parser_.started()) parser_.setUpgradeRequest(request_->serializer_.upgradeRequest());
   bufferevent_write(bev_, data.data(), data.size());
   checkWriteWatermarks();
 }
@@ -311,7 +313,9 @@ UpstreamCallbacks& UpstreamConnection::completeResponse() {
   // Reuse only after a clean exchange: the whole request was written and neither side asked
   // to close (Envoy's ActiveClient::onResponseComplete / saw_close_header).
   // Bytes after the response are caught by onReadable once the parser returns.
-  const bool reusable = r->serializer_.complete() && parser_.keepAlive();
+  // An upgrade's connection never returns: after a 101 it is not HTTP any more, and after any
+  // other answer Envoy closes it too (the router resets a request it did not finish sending).
+  const bool reusable = !dedicated_ && r->serializer_.complete() && parser_.keepAlive();
   if (reusable) {
     pool_.onConnectionIdle(this);
   } else {
@@ -363,9 +367,10 @@ ConnPool::ConnPool(Dispatcher& dispatcher, std::string cluster_name, uint64_t co
       stats_(*stats_owner_),
       connect_timeout_ms_(connect_timeout_ms) {}
 
-UpstreamRequestPtr ConnPool::newRequest(const Endpoint& endpoint, UpstreamCallbacks& cb) {
+UpstreamRequestPtr ConnPool::newRequest(const Endpoint& endpoint, UpstreamCallbacks& cb, bool upgrade) {
   auto request = std::make_unique<UpstreamRequestImpl>(dispatcher_, cb);
-  auto it = idle_.find(endpoint.str());
+  request->upgrade_ = upgrade;
+  auto it = upgrade ? idle_.end() : idle_.find(endpoint.str());
   if (it != idle_.end() && !it->second.empty()) {
     // Most recently used first: the least likely to have been closed by the upstream.
     UpstreamConnection* conn = it->second.back();
@@ -380,6 +385,7 @@ UpstreamRequestPtr ConnPool::newRequest(const Endpoint& endpoint, UpstreamCallba
     return request;
   }
   auto* conn = new UpstreamConnection(*this, dispatcher_, endpoint, connect_timeout_ms_);
+  if (upgrade) conn->setDedicated();
   all_.insert(conn);
   stats().counter("moe_host.upstream_cx_total").inc();
   stats_.upstream_cx_total.inc();

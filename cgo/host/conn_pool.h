@@ -46,6 +46,10 @@ private:
   UpstreamCallbacks& cb_;
   UpstreamConnection* conn_ = nullptr;  // nullptr when not bound, finished, or failed
   RequestSerializer serializer_;
+  // An upgrade the connection manager allowed: only then may the serializer keep
+  // connection/upgrade and leave the payload unframed (a filter that adds those headers to an
+  // ordinary request does not turn its body into unframed bytes).
+  bool upgrade_ = false;
   bool done_ = false;                   // response complete, failed, or reset: no more callbacks
   std::shared_ptr<bool> alive_;         // false after destruction; checked by posted callbacks
 };
@@ -64,6 +68,8 @@ public:
   // The request was reset or destroyed before its response completed.
   void abandon();
   const std::string& host() const { return host_; }
+  // Closed once its request is over, never pooled (an upgrade's connection).
+  void setDedicated() { dedicated_ = true; }
   const Endpoint& endpoint() const { return endpoint_; }
   bool closed() const { return closed_; }
 
@@ -106,6 +112,7 @@ private:
   TimerPtr resume_timer_;
   bool above_write_high_ = false;
   bool remote_close_ = false;  // the upstream closed it (upstream_cx_destroy_remote)
+  bool dedicated_ = false;
 };
 
 class ConnPool {
@@ -115,7 +122,8 @@ public:
   ConnPool(Dispatcher& dispatcher, std::string cluster_name, uint64_t connect_timeout_ms,
            std::shared_ptr<ClusterStats> stats);
 
-  UpstreamRequestPtr newRequest(const Endpoint& endpoint, UpstreamCallbacks& cb);
+  // upgrade: on a new connection that is closed after this request, sent as an upgrade.
+  UpstreamRequestPtr newRequest(const Endpoint& endpoint, UpstreamCallbacks& cb, bool upgrade);
   // A request that fails from the event loop with reason/details (e.g. strict override host).
   UpstreamRequestPtr failedRequest(UpstreamCallbacks& cb, UpstreamResetReason reason, std::string details);
   // Round robin position for this worker (Envoy's round robin LB is per worker too).

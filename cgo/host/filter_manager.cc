@@ -196,6 +196,7 @@ public:
     parent_.callbacks_.readDisableDownstream(false);
   }
   const HeaderMap* requestHeaders() override { return parent_.request_headers_.get(); }
+  bool upgradeAccepted() override { return parent_.upgrade_accepted_; }
   void addDownstreamWatermarkCallbacks(DownstreamWatermarkCallbacks& cb) override {
     parent_.addDownstreamWatermarkCallbacks(cb);
   }
@@ -355,13 +356,28 @@ void FilterManager::decodeHeaders(HeaderMapPtr headers, bool end_stream) {
   }
   // The connection manager resolves the route before the filter chain runs (refreshCachedRoute).
   route();
+  // filter_manager.cc:1714-1736 createUpgradeFilterChain: an upgrade (or CONNECT, "a special
+  // upgrade case") is allowed when the route's upgrade_configs or the connection manager's
+  // allow its type; the filter chain is the same either way (no upgrade filter chains here).
+  // conn_manager_impl.cc:1561-1590: an allowed one counts as an upgrade, then the
+  // DownstreamStart log; a refused one on a stream that found a route is answered 403 before
+  // any filter decodes it, empty body, and the connection drained after the reply against
+  // smuggling in the upgrade payload. Without a route it goes on to the router's 404.
+  const bool connect = request_headers_->method() == "CONNECT";
+  bool upgrade_rejected = false;
+  if (isUpgradeRequest(*request_headers_) || connect) {
+    const std::string type = connect ? std::string("CONNECT") : *request_headers_->get("upgrade");
+    const bootstrap::RouteAction* action =
+        cached_route_ && cached_route_->route->route ? &*cached_route_->route->route : nullptr;
+    if (callbacks_.upgradeAllowed(type, action)) {
+      upgrade_accepted_ = true;
+      callbacks_.onUpgradeAccepted();
+    } else {
+      upgrade_rejected = true;
+    }
+  }
   if (flush_access_log_on_new_request_) log(AccessLogType::DownstreamStart);
-  // conn_manager_impl.cc:1575-1590: an upgrade (or CONNECT, "a special upgrade case",
-  // filter_manager.cc createUpgradeFilterChain) on a route without an upgrade_configs entry
-  // for it is refused before any filter decodes it: 403, empty body, and the connection
-  // drained after the reply against smuggling in the upgrade payload. moe-host supports no
-  // upgrade_configs, so every upgrade that found a route is refused.
-  if (cached_route_ && (isUpgradeRequest(*request_headers_) || request_headers_->method() == "CONNECT")) {
+  if (upgrade_rejected && cached_route_) {
     info_.drain_connection_upon_completion = true;
     callbacks_.onUpgradeRejected();
     sendLocalReply(403, "", nullptr, "upgrade_failed");

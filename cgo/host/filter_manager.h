@@ -81,6 +81,8 @@ public:
   virtual void onDecoderFilterAboveWriteBufferHighWatermark() = 0;
   virtual void onDecoderFilterBelowWriteBufferLowWatermark() = 0;
   virtual const HeaderMap* requestHeaders() = 0;
+  // The request is an upgrade the connection manager allowed (upgrade_configs).
+  virtual bool upgradeAccepted() = 0;
   // The request data the filter manager holds (Envoy's decodingBuffer()), or nullptr.
   virtual const Buffer* decodingBuffer() = 0;
 };
@@ -143,6 +145,12 @@ public:
   virtual void readDisableDownstream(bool disable) = 0;
   // An upgrade request was refused (downstream_rq_ws_on_non_ws_route).
   virtual void onUpgradeRejected() {}
+  // Whether an upgrade of this type (the upgrade header, or "CONNECT") may go through, given
+  // the route's upgrade_configs (nullptr: no route entry) and the connection manager's
+  // (http_connection_manager/config.cc:867-897 createUpgradeFilterChain).
+  virtual bool upgradeAllowed(std::string_view /*type*/, const bootstrap::RouteAction* /*route*/) { return false; }
+  // The upgrade was accepted (downstream_cx_upgrades_total / _active).
+  virtual void onUpgradeAccepted() {}
 };
 
 class AccessLogInstance;
@@ -195,6 +203,8 @@ public:
   void clearRouteCache() { route_cached_ = false; cached_route_.reset(); }
 
   bool remoteDecodeComplete() const { return remote_decode_complete_; }
+  // The request was an upgrade its configuration allowed (Envoy's successful_upgrade_).
+  bool upgradeAccepted() const { return upgrade_accepted_; }
   bool responseComplete() const { return local_complete_; }
   bool responseHeadersEncoded() const { return response_headers_encoded_; }
   bool destroyed() const { return destroyed_; }
@@ -285,6 +295,7 @@ private:
   bool is_head_request_ = false;
   bool is_grpc_request_ = false;
   bool flush_access_log_on_new_request_ = false;
+  bool upgrade_accepted_ = false;
 
   bool route_cached_ = false;
   MatchedRouteConstSharedPtr cached_route_;

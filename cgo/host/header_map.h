@@ -108,4 +108,10 @@ inline bool isUpgradeRequest(const HeaderMap& headers) {
   return false;
 }
 
+// Utility::isWebSocketUpgradeRequest: an upgrade whose upgrade header is "websocket" (any case).
+inline bool isWebSocketUpgradeRequest(const HeaderMap& headers) {
+  if (!isUpgradeRequest(headers)) return false;
+  return lowerCase(*headers.get("upgrade")) == "websocket";
+}
+
 } // namespace moe

@@ -261,8 +261,17 @@ public:
     out.append(reasonPhrase(status));
     out.append("\r\n");
     bool saw_content_length = false;
+    // The response that accepts an upgrade (101 with upgrade and "connection: upgrade", to a
+    // request the codec read as an upgrade): its connection and upgrade headers are written as
+    // they are (conn_manager_utility.cc:695-710 keeps them), and what follows is the other
+    // protocol's bytes, unframed (codec_impl.cc:223-231: no chunking for upgrades).
+    upgraded_ = conn_->upgrade_payload_ && status == 101 && isUpgradeRequest(headers);
     for (auto& [k, v] : headers.entries()) {
       if (k.empty() || k[0] == ':') continue;
+      if (k == "connection" && upgraded_) {
+        if (writableHeader(k, v)) appendHeaderLine(out, k, v);
+        continue;
+      }
       if (k == "connection") {
         if (hasToken(v, "close")) close_requested_ = true;
         continue;  // the codec writes its own connection header below
@@ -278,7 +287,7 @@ public:
       appendHeaderLine(out, k, v);
     }
     // Framing rules of Envoy's StreamEncoderImpl::encodeHeadersBase (codec_impl.cc:173-233).
-    no_body_ = head_ || statusHasNoBody(status);
+    no_body_ = !upgraded_ && (head_ || statusHasNoBody(status));
     if (saw_content_length) {
       chunked_ = false;
     } else if (statusHasNoBody(status)) {
@@ -292,7 +301,9 @@ public:
     }
     // A response ending while the request body is still arriving closes the connection
     // (conn_manager_impl.cc doEndStream); say so up front when we already know it.
-    if (conn_->shouldCloseAfterResponse() || (end_stream && !request_complete_)) {
+    // Not on an upgrade's 101: the bytes after it are no longer HTTP/1.1
+    // (conn_manager_impl.cc:2017-2023, is_tunneling_); the connection closes when it ends.
+    if (!upgraded_ && (conn_->shouldCloseAfterResponse() || (end_stream && !request_complete_))) {
       wrote_close_ = true;
       appendHeaderLine(out, "connection", "close");
     }
@@ -371,6 +382,7 @@ public:
   bool no_body_ = false;
   bool close_requested_ = false;
   bool wrote_close_ = false;
+  bool upgraded_ = false;  // a 101 accepted the upgrade: the response body is the raw pipe
   int protocol_ = 1;
   uint64_t wire_bytes_ = 0;
   uint32_t read_disable_calls_ = 0;  // undone when the stream goes away (codec_impl.h:45-50)
@@ -485,8 +497,25 @@ void ServerConnection::dispatchInput() {
     evbuffer* in = bufferevent_get_input(bev_);
     if (evbuffer_get_length(in) == 0) break;
     if (upgrade_payload_) {
-      // Upgrade payload of a stream that is never upgraded (see onHeadersComplete): dropped.
-      evbuffer_drain(in, evbuffer_get_length(in));
+      // codec_impl.cc:617-625, 696-698 maybeDirectDispatch: the bytes after an upgrade
+      // request's headers are the stream's body, as they come, never parsed as HTTP. A stream
+      // that is over (a refused upgrade) gets none: they are dropped.
+      const size_t len = evbuffer_get_length(in);
+      if (stream_ && stream_->decoder_) {
+        Buffer payload;
+        payload.add(evbuffer_pullup(in, -1), len);
+        evbuffer_drain(in, len);
+        stream_->wire_bytes_ += len;
+        dispatching_ = true;
+        stream_->decoder_->decodeData(payload, false);
+        dispatching_ = false;
+        if (stream_done_pending_) {
+          stream_done_pending_ = false;
+          finishStream();
+        }
+        continue;
+      }
+      evbuffer_drain(in, len);
       break;
     }
     if (HTTP_PARSER_ERRNO(&parser_) == HPE_PAUSED) http_parser_pause(&parser_, 0);
@@ -737,9 +766,10 @@ int ServerConnection::onHeadersComplete() {
     // codec_impl.cc:878-896, 950-965: an upgrade or CONNECT request puts the codec in upgrade
     // mode: the headers are decoded without end_stream, whatever follows them is upgrade
     // payload (never parsed as HTTP: no request smuggled behind a refused upgrade), and the
-    // request never completes, so the response closes the connection. moe-host supports no
-    // upgrade (no upgrade_configs): the connection manager answers 403, or the router 404
-    // for a CONNECT no route matches; the payload is discarded.
+    // request never completes, so the connection closes when the response ends. The
+    // connection manager decides (upgrade_configs): a refused upgrade is answered 403 (or
+    // 404 without a route) and its payload discarded; an allowed one gets the payload as
+    // body data (dispatchInput).
     upgrade_payload_ = true;
     stream_->decoder_->decodeHeaders(std::move(request), false);
     return 2;
@@ -1047,11 +1077,23 @@ struct ClientParserCallbacks {
       // before the real response's headers.
       return 1;
     }
+    // A 101 to an upgrade request accepts it (codec_impl.cc:1592-1597 upgradeAllowed,
+    // 1575-1580: 101 is passed on, not swallowed): connection and upgrade stay for the
+    // downstream's 101, and every byte after the headers is the other protocol's.
+    const bool upgraded = s->upgrade_request_ && status == 101;
     auto out = std::make_unique<HeaderMap>();
     out->addCopy(":status", std::to_string(status));
     for (auto& [k, v] : s->headers_->entries()) {
-      if (isHopByHop(k)) continue;
+      if (isHopByHop(k) && !(upgraded && (k == "connection" || k == "upgrade"))) continue;
       out->addCopy(k, v);
+    }
+    if (upgraded) {
+      s->headers_.reset();
+      s->headers_done_ = true;
+      s->upgraded_ = true;
+      s->cb_.onResponseHeaders(std::move(out), false);
+      // 2: http_parser ends its message here and returns; dispatch() pipes the rest.
+      return 2;
     }
     s->headers_ = std::make_unique<HeaderMap>();  // now collects trailers
     s->trailers_ = true;
@@ -1086,7 +1128,8 @@ struct ClientParserCallbacks {
       return 0;  // keep parsing: the final response follows
     }
     // http_parser ends its message after the headers of a chunked response; the body follows.
-    if (s->reading_chunked_) return 0;
+    // Likewise after an upgrade's 101: the pipe follows.
+    if (s->reading_chunked_ || s->upgraded_) return 0;
     if (s->trailers_ && s->last_was_value_ && !s->commitHeader()) return -1;
     s->onComplete();
     return 0;
@@ -1147,6 +1190,8 @@ void ResponseParser::reset(bool head_request) {
   head_request_ = head_request;
   started_ = headers_done_ = complete_ = error_ = stopped_ = keep_alive_ = false;
   skipping_1xx_ = trailers_ = last_was_value_ = reading_chunked_ = transfer_encoding_seen_ = false;
+  upgraded_ = false;
+  upgrade_request_ = false;
   header_count_ = 0;
   header_bytes_ = 0;
   field_.clear();
@@ -1184,6 +1229,12 @@ void ResponseParser::stop() {
 
 size_t ResponseParser::dispatch(const char* data, size_t len) {
   if (complete_ || error_ || stopped_) return 0;
+  if (upgraded_) {
+    // codec_impl.cc maybeDirectDispatch: upgraded bytes go on as response data, unparsed.
+    body_.add(data, len);
+    flushBody(false);
+    return len;
+  }
   if (reading_chunked_) {
     size_t n = chunked_.execute(data, len);
     if (chunked_.error() != ChunkedDecoder::Error::None) {
@@ -1212,6 +1263,15 @@ size_t ResponseParser::dispatch(const char* data, size_t len) {
 
 bool ResponseParser::onEof() {
   if (complete_ || error_ || stopped_ || !started_ || !headers_done_) return complete_;
+  if (upgraded_) {
+    // The upstream closed the upgraded connection: the response (the pipe's upstream half)
+    // ends here. Envoy resets the stream instead (codec_client.cc:117-135, the router's
+    // onUpstreamReset after the response started: flag UC); ending it lets what was already
+    // read reach the downstream before its connection closes too.
+    complete_ = true;
+    flushBody(true);
+    return true;
+  }
   if (reading_chunked_) return false;  // the chunked body did not end
   // A zero-length execute tells http_parser the connection ended: completes a body delimited
   // by connection close, and is an error anywhere else.
@@ -1221,7 +1281,7 @@ bool ResponseParser::onEof() {
 
 // ---- RequestSerializer ----
 
-void RequestSerializer::encodeHeaders(const HeaderMap& headers, bool end_stream, std::string& out) {
+void RequestSerializer::encodeHeaders(const HeaderMap& headers, bool end_stream, std::string& out, bool allow_upgrade) {
   std::string_view method = headers.method();
   head_ = method == "HEAD";
   std::string_view path = headers.path();
@@ -1232,16 +1292,19 @@ void RequestSerializer::encodeHeaders(const HeaderMap& headers, bool end_stream,
   std::string_view authority = headers.host();
   if (!authority.empty()) appendHeaderLine(out, "host", authority);
   bool saw_content_length = false;
+  // codec_impl.cc:470-477: an upgrade request keeps its connection and upgrade headers (the
+  // connection manager left them) and is never chunked: what follows is upgrade payload.
+  upgrade_ = allow_upgrade && isUpgradeRequest(headers);
   for (auto& [k, v] : headers.entries()) {
     if (k.empty() || k[0] == ':') continue;
-    if (isHopByHop(k)) continue;
+    if (isHopByHop(k) && !(upgrade_ && (k == "connection" || k == "upgrade"))) continue;
     if (k == "host" && !authority.empty()) continue;
     // The router refuses such requests (checkRequestHeadersForUpstream); never write them raw.
     if (!writableHeader(k, v)) continue;
     if (k == "content-length") saw_content_length = true;
     appendHeaderLine(out, k, v);
   }
-  if (saw_content_length) {
+  if (saw_content_length || upgrade_) {
     chunked_ = false;
   } else if (end_stream) {
     // codec_impl.cc:203-212: no "content-length: 0" for methods that carry no body.

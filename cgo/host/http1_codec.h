@@ -179,7 +179,11 @@ public:
   bool started() const { return started_; }
   bool headersDone() const { return headers_done_; }
   // At completion: the response allows keep-alive (no "connection: close", HTTP/1.1...).
-  bool keepAlive() const { return keep_alive_; }
+  bool keepAlive() const { return keep_alive_ && !upgraded_; }
+  // The request is an upgrade (set before its response arrives): a 101 then switches the
+  // parser to a pipe, every later byte response data, the upstream's close its end.
+  void setUpgradeRequest(bool upgrade) { upgrade_request_ = upgrade; }
+  bool upgraded() const { return upgraded_; }
 
 private:
   friend struct ClientParserCallbacks;
@@ -202,6 +206,7 @@ private:
   bool stopped_ = false, keep_alive_ = false, skipping_1xx_ = false, trailers_ = false;
   bool last_was_value_ = false;
   bool transfer_encoding_seen_ = false;  // a header named exactly transfer-encoding
+  bool upgrade_request_ = false, upgraded_ = false;
   std::string field_, value_;
   HeaderMapPtr headers_;
   HeaderMapPtr pending_headers_;  // bodiless response: delivered with end_stream at completion
@@ -211,14 +216,18 @@ private:
 // Serialises one request (Envoy's RequestEncoderImpl framing rules).
 class RequestSerializer {
 public:
-  // Appends the request line and headers to out. Host comes from :authority.
-  void encodeHeaders(const HeaderMap& headers, bool end_stream, std::string& out);
+  // Appends the request line and headers to out. Host comes from :authority. allow_upgrade:
+  // the request may be sent as an upgrade (the connection manager allowed it); then, if its
+  // headers still make it one, connection/upgrade are written and nothing is chunked.
+  void encodeHeaders(const HeaderMap& headers, bool end_stream, std::string& out, bool allow_upgrade = false);
   void encodeData(const Buffer& data, bool end_stream, std::string& out);
   void encodeTrailers(const HeaderMap& trailers, std::string& out);
   bool complete() const { return complete_; }
   bool headRequest() const { return head_; }
+  bool upgradeRequest() const { return upgrade_; }
 
 private:
+  bool upgrade_ = false;
   bool chunked_ = false;
   bool complete_ = false;
   bool head_ = false;

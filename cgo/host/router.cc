@@ -169,7 +169,9 @@ void RouterFilter::Attempt::onPoolReady(const std::string& host) {
   host_stats_ = &cs.host(host);
   host_stats_->rq_total.inc();
   host_stats_->rq_active.add(1);
-  if (parent_.downstream_end_stream_ && !per_try_timer_) {
+  // upstream_request.cc:427-436: a websocket upgrade's per-try timeout runs from the start,
+  // as the request never ends (disabled by the 101).
+  if ((parent_.downstream_end_stream_ || parent_.websocket_paused_) && !per_try_timer_) {
     setupPerTryTimeout();
   } else {
     create_per_try_timeout_on_request_complete_ = true;
@@ -329,8 +331,16 @@ FilterHeadersStatus RouterFilter::decodeHeaders(HeaderMap& headers, bool end_str
     return FilterHeadersStatus::StopIteration;
   }
 
-  // continueDecodeHeaders: the retry state (which consumes the retry request headers).
-  retry_state_ = RetryState::create(action.retry_policy, headers, cluster_->stats(), callbacks_->dispatcher());
+  // An upgrade the connection manager let through (a refused one never gets here), still one
+  // after the filters: a filter that adds upgrade headers to an ordinary request does not
+  // make it one (its body stays framed).
+  upgrade_ = callbacks_->upgradeAccepted() && isUpgradeRequest(headers);
+  websocket_paused_ = upgrade_ && isWebSocketUpgradeRequest(headers);
+  // continueDecodeHeaders: the retry state (which consumes the retry request headers). None
+  // for an upgrade here (Envoy keeps one): its payload is not kept for a second try.
+  if (!upgrade_) {
+    retry_state_ = RetryState::create(action.retry_policy, headers, cluster_->stats(), callbacks_->dispatcher());
+  }
   if (cluster_->endpoints().empty()) {
     // sendNoHealthyUpstreamResponse.
     info.addResponseFlag("UH");
@@ -342,6 +352,13 @@ FilterHeadersStatus RouterFilter::decodeHeaders(HeaderMap& headers, bool end_str
   info.upstream_tx_start = Clock::now();
   startAttempt(headers, end_stream);
   if (end_stream) onRequestComplete();
+  // router.cc:1290-1298 setupRouteTimeoutForWebsocketUpgrade (websocket_enable_timeout_on_
+  // upgrade_response): the route timeout runs from now until the 101, since the request
+  // never completes. Other upgrades have none, as in Envoy (it starts at the request's end).
+  if (websocket_paused_ && attempt_ && global_timeout_ms_ > 0 && !response_timer_) {
+    response_timer_ = callbacks_->dispatcher().createTimer([this] { onResponseTimeout(); });
+    response_timer_->enableTimer(std::chrono::milliseconds(global_timeout_ms_));
+  }
   return FilterHeadersStatus::StopIteration;
 }
 
@@ -355,7 +372,7 @@ void RouterFilter::startAttempt(HeaderMap& headers, bool end_stream) {
   }
   attempt_ = std::make_unique<Attempt>(*this);
   Attempt* a = attempt_.get();
-  a->request_ = cluster_->newRequest(callbacks_->dispatcher(), *a, override_host, override_strict);
+  a->request_ = cluster_->newRequest(callbacks_->dispatcher(), *a, override_host, override_strict, upgrade_);
   if (!a->request_) {
     attempt_.reset();
     info.addResponseFlag("UH");
@@ -369,6 +386,16 @@ void RouterFilter::startAttempt(HeaderMap& headers, bool end_stream) {
 }
 
 FilterDataStatus RouterFilter::decodeData(Buffer& data, bool end_stream) {
+  if (websocket_paused_ && attempt_) {
+    // Payload before the upstream's 101 waits (upstream_codec_filter.cc:92); above the buffer
+    // limit the downstream stops being read until it is sent (Envoy's watermark on it).
+    websocket_pending_.move(data);
+    if (!websocket_pending_above_limit_ && websocket_pending_.length() > callbacks_->bufferLimit()) {
+      websocket_pending_above_limit_ = true;
+      callbacks_->onDecoderFilterAboveWriteBufferHighWatermark();
+    }
+    return FilterDataStatus::StopIterationNoBuffer;
+  }
   // Keep the body for a retry while it fits the buffer limit (router.cc decodeData).
   const bool retry_enabled = retry_state_ && retry_state_->enabled();
   bool buffering = retry_enabled && !request_buffer_overflowed_;
@@ -566,6 +593,7 @@ void RouterFilter::onAttemptHeaders(Attempt& a, HeaderMapPtr headers, bool end_s
   // Any retry timer is gone from here on.
   retry_state_.reset();
   a.per_try_timer_.reset();
+  if (websocket_paused_ && onWebsocketHandshakeResponse(a, headers, end_stream)) return;
 
   info.first_upstream_rx = Clock::now();
   // x-envoy-upstream-service-time: the time since the whole request was received.
@@ -585,6 +613,55 @@ void RouterFilter::onAttemptHeaders(Attempt& a, HeaderMapPtr headers, bool end_s
   modifyResponseHeaders(*headers);
   if (end_stream) onUpstreamComplete(a);
   callbacks_->encodeHeaders(std::move(headers), end_stream, "via_upstream");
+}
+
+bool RouterFilter::onWebsocketHandshakeResponse(Attempt& a, HeaderMapPtr& headers, bool end_stream) {
+  const int status = headers->status();
+  if (status == 101) {
+    // The handshake is done: the route and per-try timeouts go (router.cc:1300-1308,
+    // upstream_request.cc:895-900) and the payload kept meanwhile goes up before the 101 goes
+    // down (continueDecoding, then encodeHeaders).
+    if (response_timer_) response_timer_->disableTimer();
+    onWebsocketUpgraded();
+    return false;
+  }
+  if (status >= 400) {
+    // websocket_allow_4xx_5xx_through_filter_chain (on in 1.39): an ordinary response; the
+    // dedicated connection closes after it.
+    websocket_paused_ = false;
+    return false;
+  }
+  // Any other answer (a 200, a 3xx) fails the handshake: a local reply with the upstream's
+  // status and headers and no body (details websocket_handshake_unsuccessful), and the
+  // upstream request is reset. Pseudo-headers are not copied (the reply has its own :status).
+  (void)end_stream;
+  HeaderMapPtr upstream_headers = std::move(headers);
+  chargeUpstreamCode(static_cast<uint32_t>(status), a.host_stats_);
+  releaseAttempt(true);
+  cleanup();
+  websocket_paused_ = false;
+  websocket_pending_.drainAll();
+  callbacks_->sendLocalReply(
+      status, "",
+      [h = upstream_headers.get()](HeaderMap& local) {
+        for (auto& [k, v] : h->entries()) {
+          if (!k.empty() && k[0] != ':') local.addCopy(k, v);
+        }
+      },
+      "websocket_handshake_unsuccessful");
+  return true;
+}
+
+void RouterFilter::onWebsocketUpgraded() {
+  websocket_paused_ = false;
+  if (attempt_ && attempt_->request_ && !websocket_pending_.empty()) {
+    attempt_->request_->encodeData(websocket_pending_, false);
+  }
+  websocket_pending_.drainAll();
+  if (websocket_pending_above_limit_) {
+    websocket_pending_above_limit_ = false;
+    callbacks_->onDecoderFilterBelowWriteBufferLowWatermark();
+  }
 }
 
 void RouterFilter::onAttemptData(Attempt& a, Buffer& data, bool end_stream) {

@@ -82,6 +82,9 @@ private:
   };
 
   void startAttempt(HeaderMap& headers, bool end_stream);
+  // upstream_codec_filter.cc:162-223: the upstream's answer to a websocket upgrade.
+  // Returns true when it was handled (a failed handshake answered as a local reply).
+  bool onWebsocketHandshakeResponse(Attempt& a, HeaderMapPtr& headers, bool end_stream);
   void onRequestComplete();
   void onResponseTimeout();
   void onPerTryTimeout(Attempt& a);
@@ -126,6 +129,15 @@ private:
   bool is_retry_ = false;
   bool include_attempt_count_in_request_ = false;
   bool destroyed_ = false;
+  // An upgrade the connection manager allowed: a dedicated upstream connection, no retries.
+  // A websocket one (Utility::isWebSocketUpgradeRequest) waits for the upstream's 101 before
+  // any payload goes up (upstream_request.cc:423-437 paused_for_websocket_), the payload kept
+  // meanwhile in websocket_pending_ (upstream_codec_filter.cc:92: StopAllIterationAndWatermark).
+  bool upgrade_ = false;
+  bool websocket_paused_ = false;
+  bool websocket_pending_above_limit_ = false;
+  Buffer websocket_pending_;
+  void onWebsocketUpgraded();
   bool watermarks_registered_ = false;
   uint32_t deferred_read_disabling_count_ = 0;
   uint32_t downstream_data_disabled_ = 0;  // downstream reads paused for the upstream's buffer

@@ -124,9 +124,12 @@ public:
   // cluster's hosts (or, when strict is false and it is not, falls back to round robin; when
   // strict is true and it is not, fails with ConnectionFailure). Returns nullptr and calls
   // nothing when the cluster has no endpoints (caller answers 503 "no healthy upstream").
+  // upgrade (an upgrade the connection manager allowed): a new connection, never taken from
+  // nor returned to the pool, on which the request keeps connection/upgrade and is not
+  // chunked.
   virtual UpstreamRequestPtr newRequest(Dispatcher& worker, UpstreamCallbacks& cb,
                                         const std::optional<std::string>& override_host,
-                                        bool override_strict) = 0;
+                                        bool override_strict, bool upgrade) = 0;
 };
 
 using ClusterSharedPtr = std::shared_ptr<Cluster>;

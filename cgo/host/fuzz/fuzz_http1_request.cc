@@ -7,7 +7,8 @@
 //   - decodeHeaders once, first; pseudo-headers :authority :path :method :scheme once each;
 //     names lower-case tokens, values without NUL/CR/LF or surrounding blanks; no hop-by-hop
 //     header, no Host, no Expect: 100-continue;
-//   - body only after the headers and before the end; the body length is the Content-Length;
+//   - body only after the headers and before the end; the body length is the Content-Length
+//     (an upgrade's payload: any length);
 //     trailers end the stream; nothing after the end or after a reset;
 // and reads back what the codec wrote to the client (with the HEAD requests known):
 //   - it parses as HTTP/1.1 responses: the connection manager's, in order, each with exactly
@@ -125,7 +126,7 @@ public:
       auto& [k, v] = e[i];
       fuzz::checkEntry(k, v, i < pseudo);
       // An upgrade request keeps connection and upgrade for the connection manager, which
-      // refuses it without upgrade_configs (conn_manager_utility.cc); nothing else hop-by-hop.
+      // allows or refuses it (upgrade_configs, conn_manager_utility.cc); nothing else hop-by-hop.
       const bool upgrade_header = (k == "connection" || k == "upgrade") && upgrade;
       FUZZ_CHECK(upgrade_header || !fuzz::isHopByHop(k), describe(k));
       FUZZ_CHECK(k != "host", describe(k));
@@ -140,6 +141,10 @@ public:
       FUZZ_CHECK(!cls[0].empty() && *end == '\0' && errno == 0 && cls[0][0] != '-', describe(cls[0]));
       content_length_ = static_cast<int64_t>(n);
     }
+    // An upgrade (or CONNECT) has no body framing: the codec hands on every byte after its
+    // headers as upgrade payload, whatever a content-length says (codec_impl.cc:950, NoBodyData
+    // then maybeDirectDispatch), and the request never ends.
+    if (isUpgradeRequest(*h) || connect) content_length_ = -1;
     Answer& a = rec_.answers[index_];
     a.head = h->method() == "HEAD";
     if (const std::string* echo = h->get("x-echo")) {

@@ -129,7 +129,7 @@ void StubStream::decodeHeaders(HeaderMapPtr headers, bool end_stream) {
   std::optional<std::string> override_host;
   if (auto* o = headers->get("x-moe-override-host")) override_host = *o;
   const bool strict = headers->get("x-moe-override-strict") != nullptr;
-  if (cluster != nullptr) upstream_ = cluster->newRequest(parent_.dispatcher_, *this, override_host, strict);
+  if (cluster != nullptr) upstream_ = cluster->newRequest(parent_.dispatcher_, *this, override_host, strict, false);
   if (!upstream_) {
     localReply(503, "no healthy upstream");
     finish();

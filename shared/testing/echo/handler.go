@@ -16,6 +16,11 @@
 //	                (no trailers unless given); delay=<ms> between chunks and before the trailers
 //	/bytes/<n>      n bytes of Pattern(n), with content-length
 //	/mirror         the request body itself, byte for byte (application/octet-stream)
+//	/ws             a websocket echo (websocket.go): each message back as sent;
+//	                ?close_after=N closes (1000 "bye") after N messages; Server.WebSocketClosed
+//	                counts the websocket connections that ended
+//	/upgrade        a generic upgrade (upgrade.go): 101 with the request's Upgrade, then every
+//	                byte back raw; ?early=1 reports bytes sent before the 101 (x-echo-early)
 //
 // Everywhere but /chunked and /bytes:
 //
@@ -95,16 +100,18 @@ func (e Echoed) Trailer(name string) string {
 func (e Echoed) TrailerValues(name string) []string { return e.Trailers[strings.ToLower(name)] }
 
 // NewHandler returns the echo handler; name is reported in Echoed.Upstream and x-upstream.
-func NewHandler(name string) http.Handler { return newHandler(name, nil) }
+func NewHandler(name string) http.Handler { return newHandler(name, nil, nil) }
 
 // newHandler is NewHandler counting abandoned delays in abandoned (may be nil).
-func newHandler(name string, abandoned *atomic.Int64) http.Handler {
+func newHandler(name string, abandoned, wsClosed *atomic.Int64) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/status/{code}", handleStatus)
 	mux.HandleFunc("/delay/{ms}", func(w http.ResponseWriter, r *http.Request) { handleDelay(w, r, abandoned) })
 	mux.HandleFunc("/chunked", handleChunked)
 	mux.HandleFunc("/bytes/{n}", handleBytes)
 	mux.HandleFunc("/mirror", handleMirror)
+	mux.HandleFunc("/upgrade", handleUpgrade)
+	mux.HandleFunc("/ws", func(w http.ResponseWriter, r *http.Request) { handleWebSocket(w, r, wsClosed) })
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { answer(w, r, http.StatusOK) })
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("x-upstream", name)

@@ -20,6 +20,9 @@ type Server struct {
 	// Abandoned counts /delay requests whose client went away before the answer (for example
 	// a proxy that reset its upstream request).
 	Abandoned atomic.Int64
+	// WebSocketClosed counts /ws connections that ended (the client closed or went away, or
+	// the upstream closed after close_after).
+	WebSocketClosed atomic.Int64
 }
 
 // Start runs an echo upstream named name on a free loopback port until the test ends.
@@ -31,7 +34,7 @@ func Start(t tb.TB, name string) *Server {
 	}
 	s := &Server{Name: name, Port: l.Addr().(*net.TCPAddr).Port}
 	s.URL = fmt.Sprintf("http://127.0.0.1:%d", s.Port)
-	h := newHandler(name, &s.Abandoned)
+	h := newHandler(name, &s.Abandoned, &s.WebSocketClosed)
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.Requests.Add(1)
 		h.ServeHTTP(w, r)

@@ -97,6 +97,16 @@ type HttpConnectionManager struct {
 	// RDS, when set, replaces RouteConfig (which is then empty): the route table comes from a
 	// file and changes without the listener changing.
 	RDS *RDS `json:"rds,omitempty"`
+	// UpgradeConfigs is upgrade_configs: the upgrade types (websocket, ...) this connection
+	// manager lets through, each enabled or not; a route's list overrides it per type.
+	UpgradeConfigs []UpgradeConfig `json:"upgrade_configs,omitempty"`
+}
+
+// UpgradeConfig is one upgrade_configs entry (connection manager or route). UpgradeType is
+// lowercased: Envoy compares upgrade types case-insensitively.
+type UpgradeConfig struct {
+	UpgradeType string `json:"upgrade_type"`
+	Enabled     bool   `json:"enabled"`
 }
 
 // Access logger types.
@@ -352,6 +362,9 @@ type RouteAction struct {
 	// RetryPolicy is the route's retry_policy, else its virtual host's; nil: none (retries can
 	// still be asked for with x-envoy-retry-on, as in Envoy).
 	RetryPolicy *RetryPolicy `json:"retry_policy,omitempty"`
+	// UpgradeConfigs is the route's upgrade_configs: per upgrade type, allowed or refused on
+	// this route whatever the connection manager says.
+	UpgradeConfigs []UpgradeConfig `json:"upgrade_configs,omitempty"`
 }
 
 // WeightedCluster is one weighted_clusters.clusters entry.

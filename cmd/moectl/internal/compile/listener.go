@@ -72,7 +72,7 @@ func emptyHCM() bootstrap.HttpConnectionManager {
 func (c *compiler) hcm(p ypath.Path, h *hcmv3.HttpConnectionManager) bootstrap.HttpConnectionManager {
 	c.only(p, h, "stat_prefix", "codec_type", "route_config", "http_filters",
 		"max_request_headers_kb", "request_timeout", "request_headers_timeout", "stream_idle_timeout",
-		"access_log_options", "flush_access_log_on_new_request", "access_log", "rds")
+		"access_log_options", "flush_access_log_on_new_request", "access_log", "rds", "upgrade_configs")
 	switch h.GetCodecType() {
 	case hcmv3.HttpConnectionManager_AUTO, hcmv3.HttpConnectionManager_HTTP1:
 	default:
@@ -89,6 +89,7 @@ func (c *compiler) hcm(p ypath.Path, h *hcmv3.HttpConnectionManager) bootstrap.H
 		out.AccessLogFlushIntervalMS = c.millis(p.Field("access_log_options").Field("access_log_flush_interval"), opts.GetAccessLogFlushInterval(), 0)
 	}
 	out.AccessLog = c.accessLogs(p.Field("access_log"), h.GetAccessLog())
+	out.UpgradeConfigs = c.hcmUpgradeConfigs(p.Field("upgrade_configs"), h.GetUpgradeConfigs())
 	out.HTTPFilters = c.httpFilters(p.Field("http_filters"), h.GetHttpFilters())
 	if rc := h.GetRouteConfig(); rc != nil {
 		out.RouteConfig = c.routeConfig(p.Field("route_config"), rc, filtersByName(out.HTTPFilters))
@@ -117,7 +118,8 @@ func (c *compiler) flushAccessLogOnNewRequest(p ypath.Path, h *hcmv3.HttpConnect
 		return h.GetFlushAccessLogOnNewRequest()
 	}
 	op := p.Field("access_log_options")
-	// The tunnel flush changes when logs run for upgraded streams; moe-host has no upgrades.
+	// flush_log_on_tunnel_successfully_established (a log when an upgrade is accepted) is not
+	// implemented: refused.
 	c.only(op, opts, "flush_access_log_on_new_request", "access_log_flush_interval")
 	if h.GetFlushAccessLogOnNewRequest() {
 		c.errs.Addf(p.Field("flush_access_log_on_new_request"), "set it in access_log_options only (Envoy ignores this deprecated field when access_log_options is present)")

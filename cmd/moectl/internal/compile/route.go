@@ -98,7 +98,7 @@ func (c *compiler) route(p ypath.Path, r *routev3.Route, rs routeScope) bootstra
 
 func (c *compiler) routeAction(p ypath.Path, a *routev3.RouteAction, rs routeScope) *bootstrap.RouteAction {
 	c.only(p, a, "cluster", "cluster_header", "weighted_clusters", "prefix_rewrite", "host_rewrite_literal", "timeout",
-		"cluster_not_found_response_code", "retry_policy")
+		"cluster_not_found_response_code", "retry_policy", "upgrade_configs")
 	out := &bootstrap.RouteAction{
 		Cluster:                     a.GetCluster(),
 		ClusterHeader:               a.GetClusterHeader(),
@@ -106,6 +106,7 @@ func (c *compiler) routeAction(p ypath.Path, a *routev3.RouteAction, rs routeSco
 		TimeoutMS:                   c.millis(p.Field("timeout"), a.GetTimeout(), defaultRouteTimeoutMS),
 		ClusterNotFoundResponseCode: clusterNotFoundStatus[a.GetClusterNotFoundResponseCode()],
 		RetryPolicy:                 rs.vhostRetry,
+		UpgradeConfigs:              c.routeUpgradeConfigs(p.Field("upgrade_configs"), a.GetUpgradeConfigs()),
 	}
 	// The route's retry_policy replaces the virtual host's entirely (buildRetryPolicy).
 	if a.GetRetryPolicy() != nil {

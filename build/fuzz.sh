@@ -38,7 +38,7 @@ go_targets() {
     grep -oE '^func Fuzz[A-Za-z0-9_]*' "$f" | sed 's/^func //' | while read -r t; do echo "${d#./} $t"; done
   done
 }
-LIB_TARGETS=(http1_request http1_response http1_serialize bootstrap)
+LIB_TARGETS=(http1_request http1_response http1_serialize bootstrap path_normalizer)
 
 if [ "${FUZZLIST:-}" = 1 ]; then
   go_targets | awk '{print $1 "/" $2}'

@@ -501,6 +501,21 @@ HttpConnectionManager parseHcm(const json& v, const std::string& path) {
   h.stream_idle_timeout_ms = getUint(v, path, "stream_idle_timeout_ms", UINT64_MAX, 300000);
   h.flush_access_log_on_new_request = getBool(v, path, "flush_access_log_on_new_request", false);
   h.access_log_flush_interval_ms = getUint(v, path, "access_log_flush_interval_ms", UINT64_MAX, 0);
+  h.normalize_path = getBool(v, path, "normalize_path", false);
+  h.merge_slashes = getBool(v, path, "merge_slashes", false);
+  using Action = HttpConnectionManager::EscapedSlashesAction;
+  std::string action = getStringOr(v, path, "path_with_escaped_slashes_action", "KEEP_UNCHANGED");
+  if (action == "KEEP_UNCHANGED") h.path_with_escaped_slashes_action = Action::KeepUnchanged;
+  else if (action == "REJECT_REQUEST") h.path_with_escaped_slashes_action = Action::RejectRequest;
+  else if (action == "UNESCAPE_AND_REDIRECT") h.path_with_escaped_slashes_action = Action::UnescapeAndRedirect;
+  else if (action == "UNESCAPE_AND_FORWARD") h.path_with_escaped_slashes_action = Action::UnescapeAndForward;
+  else fail(path + ".path_with_escaped_slashes_action", "unknown action \"" + action + "\"");
+  std::string strip = getStringOr(v, path, "strip_port", "NONE");
+  if (strip == "NONE") h.strip_port = HttpConnectionManager::StripPort::None;
+  else if (strip == "MATCHING_HOST") h.strip_port = HttpConnectionManager::StripPort::MatchingHost;
+  else if (strip == "ANY") h.strip_port = HttpConnectionManager::StripPort::Any;
+  else fail(path + ".strip_port", "unknown mode \"" + strip + "\"");
+  h.strip_trailing_host_dot = getBool(v, path, "strip_trailing_host_dot", false);
   forEach(v, path, "http_filters", true,
           [&](const json& f, const std::string& fp) { h.http_filters.push_back(parseHttpFilter(f, fp)); });
   if (const json* r = optionalMember(v, "rds")) {

@@ -212,6 +212,15 @@ struct HttpConnectionManager {
   // access_log_options (optional in the JSON): DownstreamStart / DownstreamPeriodic access logs.
   bool flush_access_log_on_new_request = false;
   uint64_t access_log_flush_interval_ms = 0;  // 0 = no periodic log
+  // Request-target normalisation (path_normalizer.h); Envoy's defaults: all off, escaped
+  // slashes kept (IMPLEMENTATION_SPECIFIC_DEFAULT is KEEP_UNCHANGED without a runtime override).
+  bool normalize_path = false;
+  bool merge_slashes = false;
+  enum class EscapedSlashesAction { KeepUnchanged, RejectRequest, UnescapeAndRedirect, UnescapeAndForward };
+  EscapedSlashesAction path_with_escaped_slashes_action = EscapedSlashesAction::KeepUnchanged;
+  enum class StripPort { None, MatchingHost, Any }; // strip_matching_host_port / strip_any_host_port
+  StripPort strip_port = StripPort::None;
+  bool strip_trailing_host_dot = false;
   std::vector<HttpFilter> http_filters;
   RouteConfiguration route_config;            // empty when rds is set
   std::optional<Rds> rds;

@@ -7,6 +7,7 @@
 
 #include "formatter.h"
 #include "logger.h"
+#include "path_normalizer.h"
 #include "router.h"
 
 namespace moe {
@@ -68,6 +69,10 @@ ConnectionManagerStats::ConnectionManagerStats(const std::string& prefix)
       downstream_rq_ws_on_non_ws_route(moe::stats().counter(prefix + "downstream_rq_ws_on_non_ws_route")),
       downstream_cx_upgrades_total(moe::stats().counter(prefix + "downstream_cx_upgrades_total")),
       downstream_cx_upgrades_active(moe::stats().gauge(prefix + "downstream_cx_upgrades_active")),
+      downstream_rq_failed_path_normalization(
+          moe::stats().counter(prefix + "downstream_rq_failed_path_normalization")),
+      downstream_rq_redirected_with_normalized_path(
+          moe::stats().counter(prefix + "downstream_rq_redirected_with_normalized_path")),
       downstream_cx_drain_close(moe::stats().counter(prefix + "downstream_cx_drain_close")),
       downstream_flow_control_paused_reading_total(
           moe::stats().counter(prefix + "downstream_flow_control_paused_reading_total")),
@@ -269,6 +274,10 @@ ActiveStream::~ActiveStream() {
 // defaults: no trusted hops, so x-forwarded-proto is overwritten; x-request-id generated when
 // absent).
 void ActiveStream::decodeHeaders(HeaderMapPtr headers, bool end_stream) {
+  if (request_header_timer_) request_header_timer_->disableTimer();
+  // conn_manager_impl.cc:1494-1530: before the request headers are mutated and the route is
+  // chosen ("path sanitization should happen before any path access").
+  if (!normalizeRequestTarget(headers, end_stream)) return;
   if (const std::string* id = headers->get("x-request-id"); id == nullptr || id->empty()) {
     headers->setOnly("x-request-id", uuid4());
   }
@@ -285,13 +294,45 @@ void ActiveStream::decodeHeaders(HeaderMapPtr headers, bool end_stream) {
   headers->remove("proxy-connection");
   headers->remove("transfer-encoding");
   if (encoder_) info_.request_wire_bytes = encoder_->requestWireBytes();
-  if (request_header_timer_) request_header_timer_->disableTimer();
   parent_.factory().createFilterChain(filter_manager_, parent_.workerId());
   resetIdleTimer();
   // conn_manager_impl.cc decodeHeaders: snapRouteConfig() before the filters run.
   if (!route_config_) route_config_ = parent_.factory().routeConfig();
   filter_manager_.decodeHeaders(std::move(headers), end_stream);
   maybeDisarmRequestTimer();
+}
+
+bool ActiveStream::normalizeRequestTarget(HeaderMapPtr& headers, bool end_stream) {
+  const bootstrap::HttpConnectionManager& hcm = parent_.factory().config().hcm;
+  ConnectionManagerStats& stats = parent_.factory().stats();
+  if (const std::string* p = headers->get(":path")) { // CONNECT has none
+    std::string path = *p;
+    NormalizePathAction action = maybeNormalizePath(path, hcm);
+    if (action == NormalizePathAction::Redirect && hasGrpcContentType(*headers)) {
+      action = NormalizePathAction::Reject; // gRPC clients do not follow redirects
+    }
+    if (action == NormalizePathAction::Reject) {
+      stats.downstream_rq_failed_path_normalization.inc();
+      if (encoder_) info_.request_wire_bytes = encoder_->requestWireBytes();
+      filter_manager_.refuseRequest(std::move(headers), end_stream, 400, nullptr, "path_normalization_failed");
+      return false;
+    }
+    headers->setOnly(":path", path);
+    if (action == NormalizePathAction::Redirect) {
+      stats.downstream_rq_redirected_with_normalized_path.inc();
+      if (encoder_) info_.request_wire_bytes = encoder_->requestWireBytes();
+      filter_manager_.refuseRequest(std::move(headers), end_stream, 307,
+                                    [path](HeaderMap& h) { h.addCopy("location", path); },
+                                    "path_normalization_failed");
+      return false;
+    }
+  }
+  if (const std::string* a = headers->get(":authority")) {
+    std::string host = *a;
+    maybeNormalizeHost(host, hcm, parent_.connection().local_port);
+    if (host != *a) headers->setOnly(":authority", host);
+  }
+  return true;
 }
 
 void ActiveStream::decodeData(Buffer& data, bool end_stream) {

@@ -45,6 +45,8 @@ struct ConnectionManagerStats {
   Counter& downstream_rq_ws_on_non_ws_route;
   Counter& downstream_cx_upgrades_total;
   Gauge& downstream_cx_upgrades_active;
+  Counter& downstream_rq_failed_path_normalization;
+  Counter& downstream_rq_redirected_with_normalized_path;
   Counter& downstream_cx_drain_close;
   Counter& downstream_flow_control_paused_reading_total;
   Counter& downstream_flow_control_resumed_reading_total;
@@ -130,6 +132,9 @@ private:
   void onRequestTimeout();
   void onRequestHeaderTimeout();
   void maybeDisarmRequestTimer();
+  // maybeNormalizePath / maybeNormalizeHost (path_normalizer.h); false when the request was
+  // refused (400, or the 307 of UNESCAPE_AND_REDIRECT).
+  bool normalizeRequestTarget(HeaderMapPtr& headers, bool end_stream);
 
   ConnectionManager& parent_;
   ResponseEncoder* encoder_; // nullptr once the codec is done with this stream
@@ -158,6 +163,7 @@ public:
   HttpConnectionManagerFactoryImpl& factory() { return *factory_; }
   Dispatcher& dispatcher() { return worker_; }
   uint32_t workerId() const { return worker_id_; }
+  const ConnectionInfo& connection() const { return conn_; }
   // Called by an ended stream: it leaves the list and is deleted after the current event.
   void removeStream(ActiveStream* stream);
   void onRemoteCloseWithActiveStream();

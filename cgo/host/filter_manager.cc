@@ -341,19 +341,26 @@ MatchedRouteConstSharedPtr FilterManager::route() {
 
 // ---- decoding ----
 
-void FilterManager::decodeHeaders(HeaderMapPtr headers, bool end_stream) {
+void FilterManager::takeRequestHeaders(HeaderMapPtr headers, bool end_stream) {
   request_headers_ = std::move(headers);
   is_head_request_ = request_headers_->method() == "HEAD";
-  // Grpc::Common::isGrpcRequestHeaders: a :path and content-type application/grpc[+...].
-  if (const std::string* ct = request_headers_->get("content-type");
-      ct && request_headers_->get(":path") && ct->compare(0, 16, "application/grpc") == 0 &&
-      (ct->size() == 16 || (*ct)[16] == '+')) {
-    is_grpc_request_ = true;
-  }
+  // Grpc::Common::isGrpcRequestHeaders: a :path and a gRPC content-type.
+  if (request_headers_->get(":path") && hasGrpcContentType(*request_headers_)) is_grpc_request_ = true;
   if (end_stream) {
     remote_decode_complete_ = true;
     info_.last_downstream_rx = std::chrono::steady_clock::now();
   }
+}
+
+void FilterManager::refuseRequest(HeaderMapPtr headers, bool end_stream, int code,
+                                  ModifyHeadersCb modify_headers, std::string_view details) {
+  takeRequestHeaders(std::move(headers), end_stream);
+  route_cached_ = true; // refused before refreshCachedRoute: the stream has no route
+  sendLocalReply(code, "", std::move(modify_headers), details);
+}
+
+void FilterManager::decodeHeaders(HeaderMapPtr headers, bool end_stream) {
+  takeRequestHeaders(std::move(headers), end_stream);
   // The connection manager resolves the route before the filter chain runs (refreshCachedRoute).
   route();
   // filter_manager.cc:1714-1736 createUpgradeFilterChain: an upgrade (or CONNECT, "a special

@@ -32,6 +32,12 @@ enum class FilterTrailersStatus { Continue, StopIteration };
 
 using ModifyHeadersCb = std::function<void(HeaderMap&)>;
 
+// Grpc::Common::hasGrpcContentType: content-type application/grpc or application/grpc+<x>.
+inline bool hasGrpcContentType(const HeaderMap& headers) {
+  const std::string* ct = headers.get("content-type");
+  return ct && ct->compare(0, 16, "application/grpc") == 0 && (ct->size() == 16 || (*ct)[16] == '+');
+}
+
 // Callbacks common to both directions (Envoy's StreamFilterCallbacks).
 class StreamFilterCallbacks {
 public:
@@ -183,6 +189,11 @@ public:
 
   void sendLocalReply(int code, std::string_view body, ModifyHeadersCb modify_headers,
                       std::string_view details, std::optional<int64_t> grpc_status = std::nullopt);
+  // A request the connection manager refuses before its filter chain exists (a path that fails
+  // normalisation, conn_manager_impl.cc:1494-1518): the headers become the stream's (access
+  // log, HEAD and gRPC handling of the reply), no route is resolved and no filter sees them.
+  void refuseRequest(HeaderMapPtr headers, bool end_stream, int code, ModifyHeadersCb modify_headers,
+                     std::string_view details);
 
   // End of stream, in Envoy's order (conn_manager_impl.cc:369-387).
   void onStreamComplete();
@@ -216,6 +227,9 @@ public:
   uint64_t streamId() const { return stream_id_; }
 
 private:
+  // The request headers become the stream's (decodeHeaders and refuseRequest).
+  void takeRequestHeaders(HeaderMapPtr headers, bool end_stream);
+
   friend class ActiveStreamFilterBase;
   friend class ActiveStreamDecoderFilter;
   friend class ActiveStreamEncoderFilter;

@@ -24,9 +24,10 @@ func TestTemplatesCompile(t *testing.T) {
 		name := strings.TrimSuffix(filepath.Base(p), ".yaml.tmpl")
 		t.Run(name, func(t *testing.T) {
 			ports := map[string]int{}
-			// The main listeners, the hardening template's and those of the templates that have
-			// more (headers).
-			for _, l := range append(append(append([]string{}, mainListeners...), hardeningListeners...), "specific") {
+			// The main listeners, the hardening and normalize templates' and those of the
+			// templates that have more (headers).
+			listeners := append(append(append([]string{}, mainListeners...), hardeningListeners...), normalizeListeners...)
+			for _, l := range append(listeners, "specific") {
 				if _, ok := ports[l]; !ok {
 					ports[l] = 20000 + len(ports)
 				}

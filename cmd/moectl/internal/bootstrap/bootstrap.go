@@ -89,9 +89,18 @@ type HttpConnectionManager struct {
 	FlushAccessLogOnNewRequest bool `json:"flush_access_log_on_new_request"`
 	// AccessLogFlushIntervalMS is access_log_options.access_log_flush_interval: golang filters
 	// get OnLogDownstreamPeriodic at this interval while a request is alive (0 = never).
-	AccessLogFlushIntervalMS uint64             `json:"access_log_flush_interval_ms"`
-	HTTPFilters              []HTTPFilter       `json:"http_filters"`
-	RouteConfig              RouteConfiguration `json:"route_config"`
+	AccessLogFlushIntervalMS uint64 `json:"access_log_flush_interval_ms"`
+	// NormalizePath, MergeSlashes, PathWithEscapedSlashesAction (KEEP_UNCHANGED,
+	// REJECT_REQUEST, UNESCAPE_AND_REDIRECT, UNESCAPE_AND_FORWARD), StripPort (NONE,
+	// MATCHING_HOST, ANY) and StripTrailingHostDot: the request-target normalisation done
+	// before routing (moe-host's path_normalizer).
+	NormalizePath                bool               `json:"normalize_path"`
+	MergeSlashes                 bool               `json:"merge_slashes"`
+	PathWithEscapedSlashesAction string             `json:"path_with_escaped_slashes_action"`
+	StripPort                    string             `json:"strip_port"`
+	StripTrailingHostDot         bool               `json:"strip_trailing_host_dot"`
+	HTTPFilters                  []HTTPFilter       `json:"http_filters"`
+	RouteConfig                  RouteConfiguration `json:"route_config"`
 	// AccessLog is the connection manager's access_log list.
 	AccessLog []AccessLog `json:"access_log"`
 	// RDS, when set, replaces RouteConfig (which is then empty): the route table comes from a

@@ -63,16 +63,20 @@ func (c *compiler) listener(p ypath.Path, l *listenerv3.Listener) bootstrap.List
 
 func emptyHCM() bootstrap.HttpConnectionManager {
 	return bootstrap.HttpConnectionManager{
-		AccessLog:   []bootstrap.AccessLog{},
-		HTTPFilters: []bootstrap.HTTPFilter{},
-		RouteConfig: bootstrap.RouteConfiguration{PerFilterConfig: bootstrap.PerFilterConfig{}, VirtualHosts: []bootstrap.VirtualHost{}},
+		PathWithEscapedSlashesAction: "KEEP_UNCHANGED",
+		StripPort:                    "NONE",
+		AccessLog:                    []bootstrap.AccessLog{},
+		HTTPFilters:                  []bootstrap.HTTPFilter{},
+		RouteConfig:                  bootstrap.RouteConfiguration{PerFilterConfig: bootstrap.PerFilterConfig{}, VirtualHosts: []bootstrap.VirtualHost{}},
 	}
 }
 
 func (c *compiler) hcm(p ypath.Path, h *hcmv3.HttpConnectionManager) bootstrap.HttpConnectionManager {
 	c.only(p, h, "stat_prefix", "codec_type", "route_config", "http_filters",
 		"max_request_headers_kb", "request_timeout", "request_headers_timeout", "stream_idle_timeout",
-		"access_log_options", "flush_access_log_on_new_request", "access_log", "rds", "upgrade_configs")
+		"access_log_options", "flush_access_log_on_new_request", "access_log", "rds", "upgrade_configs",
+		"normalize_path", "merge_slashes", "path_with_escaped_slashes_action",
+		"strip_matching_host_port", "strip_any_host_port", "strip_trailing_host_dot")
 	switch h.GetCodecType() {
 	case hcmv3.HttpConnectionManager_AUTO, hcmv3.HttpConnectionManager_HTTP1:
 	default:
@@ -88,6 +92,7 @@ func (c *compiler) hcm(p ypath.Path, h *hcmv3.HttpConnectionManager) bootstrap.H
 	if opts := h.GetAccessLogOptions(); opts != nil {
 		out.AccessLogFlushIntervalMS = c.millis(p.Field("access_log_options").Field("access_log_flush_interval"), opts.GetAccessLogFlushInterval(), 0)
 	}
+	c.requestTarget(h, &out)
 	out.AccessLog = c.accessLogs(p.Field("access_log"), h.GetAccessLog())
 	out.UpgradeConfigs = c.hcmUpgradeConfigs(p.Field("upgrade_configs"), h.GetUpgradeConfigs())
 	out.HTTPFilters = c.httpFilters(p.Field("http_filters"), h.GetHttpFilters())
@@ -125,4 +130,28 @@ func (c *compiler) flushAccessLogOnNewRequest(p ypath.Path, h *hcmv3.HttpConnect
 		c.errs.Addf(p.Field("flush_access_log_on_new_request"), "set it in access_log_options only (Envoy ignores this deprecated field when access_log_options is present)")
 	}
 	return opts.GetFlushAccessLogOnNewRequest()
+}
+
+// requestTarget copies the path and host normalisation settings. Envoy's defaults:
+// normalize_path off (its runtime default http_connection_manager.normalize_path is 0),
+// IMPLEMENTATION_SPECIFIC_DEFAULT read as KEEP_UNCHANGED (no runtime override here), no port
+// stripping. strip_matching_host_port and strip_any_host_port are a oneof in the proto.
+func (c *compiler) requestTarget(h *hcmv3.HttpConnectionManager, out *bootstrap.HttpConnectionManager) {
+	out.NormalizePath = h.GetNormalizePath().GetValue()
+	out.MergeSlashes = h.GetMergeSlashes()
+	switch a := h.GetPathWithEscapedSlashesAction(); a {
+	case hcmv3.HttpConnectionManager_IMPLEMENTATION_SPECIFIC_DEFAULT:
+		out.PathWithEscapedSlashesAction = "KEEP_UNCHANGED"
+	default:
+		out.PathWithEscapedSlashesAction = a.String()
+	}
+	switch {
+	case h.GetStripAnyHostPort():
+		out.StripPort = "ANY"
+	case h.GetStripMatchingHostPort():
+		out.StripPort = "MATCHING_HOST"
+	default:
+		out.StripPort = "NONE"
+	}
+	out.StripTrailingHostDot = h.GetStripTrailingHostDot()
 }

@@ -76,7 +76,7 @@ func parseFlags(args []string, getenv func(string) string) (params, error) {
 	quick := fs.Bool("quick", getenv("BENCH_QUICK") == "1", "quick run: fewer requests, one round (also BENCH_QUICK=1)")
 	cfgs := fs.String("configs", getenv("BENCH_CONFIGS"), "comma-separated config ids (default all: B0..B6; also BENCH_CONFIGS)")
 	runs := fs.Int("callgrind-runs", 0, "callgrind runs per config (default 2, quick 1; 0 with -skip-callgrind)")
-	n := fs.Int("n", 0, "requests measured per callgrind run (default 2000, quick 300)")
+	n := fs.Int("n", 0, "requests measured per callgrind run (default 10000, quick 300)")
 	warm := fs.Int("warmup", 0, "warm-up requests before each callgrind window (default 200, quick 50)")
 	rounds := fs.Int("rounds", 0, "wrk rounds per config (default 3, quick 1)")
 	dur := fs.Duration("duration", 0, "wrk duration per measurement, whole seconds (default 5s, quick 2s)")
@@ -107,7 +107,10 @@ func parseFlags(args []string, getenv func(string) string) (params, error) {
 		return full
 	}
 	p.CallgrindRuns = pick(*runs, 2, 1)
-	p.N = pick(*n, 2000, 300)
+	// 10000, not fewer: a Go GC cycle costs B2 ~9M instructions and comes every ~1000
+	// requests (B1: every ~7000), so at 2000 requests one cycle more or less in the window
+	// moved a figure by ~4.5k instructions a request.
+	p.N = pick(*n, 10000, 300)
 	p.Warmup = pick(*warm, 200, 50)
 	p.Rounds = pick(*rounds, 3, 1)
 	p.Duration = *dur
@@ -220,7 +223,7 @@ func progressLine(kind string, r *Result, d time.Duration) string {
 	switch kind {
 	case "callgrind":
 		c := r.Callgrind[len(r.Callgrind)-1]
-		return fmt.Sprintf("%s instr/req, %s crossings/req (%.0fs)", kilo(c.PerRequest), trimFloat(totalCrossings(c.Crossings)), d.Seconds())
+		return fmt.Sprintf("%s instr/req, %s crossings/req, %d GC cycles (%.0fs)", kilo(c.PerRequest), trimFloat(totalCrossings(c.Crossings)), c.GCCycles, d.Seconds())
 	default:
 		l := r.Load[len(r.Load)-1]
 		return fmt.Sprintf("%.0f req/s, p99 %s, %s CPU/req (%.0fs)", l.RPS, us(l.P99Us), us(l.CPUPerRequestUs), d.Seconds())

@@ -41,6 +41,7 @@ type params struct {
 	Out           string        `json:"-"`
 	Profiles      string        `json:"-"`
 	From          string        `json:"-"`
+	Breakdown     []string      `json:"-"`
 }
 
 func main() {
@@ -48,6 +49,13 @@ func main() {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "moebench:", err)
 		os.Exit(2)
+	}
+	if len(p.Breakdown) > 0 {
+		if err := printBreakdown(os.Stdout, p.Out, p.Breakdown); err != nil {
+			fmt.Fprintln(os.Stderr, "moebench:", err)
+			os.Exit(1)
+		}
+		return
 	}
 	var rep *Report
 	if p.From != "" {
@@ -90,13 +98,14 @@ func parseFlags(args []string, getenv func(string) string) (params, error) {
 	skipLoad := fs.Bool("skip-load", false, "no wrk runs")
 	out := fs.String("out", "out/bench", "output directory")
 	from := fs.String("from", "", "measure nothing: write report.md and chart.png again from this results.json")
+	brk := fs.String("breakdown", "", "measure nothing: self cost per request by category of these configs (B1,B2), from the profiles and results.json in -out")
 	if err := fs.Parse(args); err != nil {
 		return params{}, err
 	}
 	if fs.NArg() > 0 {
 		return params{}, fmt.Errorf("unexpected arguments %v", fs.Args())
 	}
-	p := params{Profiles: filepath.Join(*out, "callgrind"), Quick: *quick, Connections: *conns, Threads: *threads, LoadWarmup: *loadWarm, Idle: *idle, IdleAfter: *idleAfter, Concurrency: *conc, Out: *out, From: *from}
+	p := params{Breakdown: splitIDs(*brk), Profiles: filepath.Join(*out, "callgrind"), Quick: *quick, Connections: *conns, Threads: *threads, LoadWarmup: *loadWarm, Idle: *idle, IdleAfter: *idleAfter, Concurrency: *conc, Out: *out, From: *from}
 	pick := func(v, full, q int) int {
 		switch {
 		case v > 0:
@@ -288,4 +297,45 @@ func write(rep *Report, dir string) error {
 		return err
 	}
 	return writeChart(rep, filepath.Join(dir, "chart.png"))
+}
+
+func splitIDs(s string) []string {
+	var ids []string
+	for _, id := range strings.Split(s, ",") {
+		if id = strings.ToUpper(strings.TrimSpace(id)); id != "" {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// printBreakdown writes the -breakdown table of configs ids: the profiles a run kept in
+// dir/callgrind and the request count of each config's last callgrind run in dir/results.json
+// (the run whose profile was kept).
+func printBreakdown(w io.Writer, dir string, ids []string) error {
+	rep, err := load(filepath.Join(dir, "results.json"))
+	if err != nil {
+		return err
+	}
+	var profiles []string
+	var requests []int
+	for _, id := range ids {
+		n := 0
+		for _, r := range rep.Results {
+			if r.ID == id && len(r.Callgrind) > 0 {
+				n = r.Callgrind[len(r.Callgrind)-1].Requests
+			}
+		}
+		if n == 0 {
+			return fmt.Errorf("%s: no callgrind run in %s", id, filepath.Join(dir, "results.json"))
+		}
+		profiles = append(profiles, filepath.Join(dir, "callgrind", id+".callgrind"))
+		requests = append(requests, n)
+	}
+	cats, per, totals, err := breakdown(profiles, requests)
+	if err != nil {
+		return err
+	}
+	_, err = io.WriteString(w, breakdownMarkdown(ids, cats, per, totals))
+	return err
 }

@@ -48,10 +48,14 @@ const (
 
 var clientKey = map[string]string{"x-api-key": "bench-client-key-0001"}
 
-// configs are B0..B6 in report order. B0 and B1 are the baselines every ratio is against.
+// configs are B0..B6 in report order, with B1K beside B1. B0 and B1 are the baselines every
+// ratio is against.
 var configs = []Config{
 	{ID: "B0", Name: "router only", File: "envoy/bench/b0-router.yaml", Library: hosttest.NoLibrary, Headers: clientKey},
 	{ID: "B1", Name: "SDK pass-through", File: "envoy/bench/b1-sdk-passthrough.yaml", Library: "libconformance.so", Headers: clientKey},
+	{ID: "B1K", Name: "key-auth work, bare SDK", File: "envoy/bench/b1k-sdk-key-auth.yaml", Library: "libconformance.so", Headers: clientKey, Auth: true,
+		Note: "B1K makes B2's calls with the bare SDK (reads x-api-key, sets x-consumer-name and the moe.consumer filter state): " +
+			"B2 minus B1K is what moe adds over a hand-written filter doing the same work."},
 	{ID: "B2", Name: "moe key-auth", File: "envoy/bench/b2-key-auth.yaml", Headers: clientKey, Auth: true},
 	{ID: "B3", Name: "5-plugin chain", File: "envoy/bench/b3-chain.yaml", Headers: clientKey, Auth: true},
 	{ID: "B4", Name: "5 separate filters", File: "envoy/bench/b4-separate-filters.yaml", Headers: clientKey, Auth: true},

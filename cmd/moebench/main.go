@@ -82,7 +82,7 @@ func main() {
 func parseFlags(args []string, getenv func(string) string) (params, error) {
 	fs := flag.NewFlagSet("moebench", flag.ContinueOnError)
 	quick := fs.Bool("quick", getenv("BENCH_QUICK") == "1", "quick run: fewer requests, one round (also BENCH_QUICK=1)")
-	cfgs := fs.String("configs", getenv("BENCH_CONFIGS"), "comma-separated config ids (default all: B0..B6; also BENCH_CONFIGS)")
+	cfgs := fs.String("configs", getenv("BENCH_CONFIGS"), "comma-separated config ids (default all: B0, B1, B1K, B2..B6; also BENCH_CONFIGS)")
 	runs := fs.Int("callgrind-runs", 0, "callgrind runs per config (default 2, quick 1; 0 with -skip-callgrind)")
 	n := fs.Int("n", 0, "requests measured per callgrind run (default 10000, quick 300)")
 	warm := fs.Int("warmup", 0, "warm-up requests before each callgrind window (default 200, quick 50)")
@@ -146,7 +146,7 @@ func parseFlags(args []string, getenv func(string) string) (params, error) {
 		for _, id := range strings.Split(*cfgs, ",") {
 			id = strings.ToUpper(strings.TrimSpace(id))
 			if _, ok := configByID(id); !ok {
-				return params{}, fmt.Errorf("unknown config %q (B0..B%d)", id, len(configs)-1)
+				return params{}, fmt.Errorf("unknown config %q (B0, B1, B1K, B2..B6)", id)
 			}
 			p.Configs = append(p.Configs, id)
 		}

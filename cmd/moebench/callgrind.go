@@ -33,6 +33,12 @@ type callgrindRun struct {
 	Crossings map[string]float64 `json:"crossings"`
 	// WindowSeconds is the wall time of the window (requests under callgrind are slow).
 	WindowSeconds float64 `json:"window_seconds"`
+	// GCCycles is how many Go GC cycles ended inside the window (calls of
+	// runtime.gcMarkTermination in the profile). A cycle costs millions of instructions and
+	// comes every few thousand requests, so a window holds a whole number of them: with too
+	// few requests a config's figure depends on where its cycles fell (2000 requests: B1 had
+	// none, B2 three), not on what its requests allocate.
+	GCCycles int64 `json:"gc_cycles"`
 }
 
 func measureCallgrind(t tb.TB, c Config, s *services, p params) callgrindRun {
@@ -80,6 +86,10 @@ func measureCallgrind(t tb.TB, c Config, s *services, p params) callgrindRun {
 	if err != nil {
 		t.Fatalf("%s: %v", c.ID, err)
 	}
+	gcs, err := callgrindCallsFile(dumps[0], "runtime.gcMarkTermination")
+	if err != nil {
+		t.Fatalf("%s: %v", c.ID, err)
+	}
 	if p.Profiles != "" {
 		keepProfile(t, dumps[0], filepath.Join(p.Profiles, fmt.Sprintf("%s.callgrind", c.ID)))
 	}
@@ -89,6 +99,7 @@ func measureCallgrind(t tb.TB, c Config, s *services, p params) callgrindRun {
 		PerRequest:    float64(total) / float64(p.N),
 		Crossings:     crossingsPerRequest(before, after, p.N),
 		WindowSeconds: window.Seconds(),
+		GCCycles:      gcs,
 	}
 }
 
@@ -168,4 +179,74 @@ func parseCallgrindTotal(r io.Reader) (int64, error) {
 		return 0, fmt.Errorf("no summary: or totals: line with an Ir value")
 	}
 	return strconv.ParseInt(vals[irAt], 10, 64)
+}
+
+func callgrindCallsFile(path, fn string) (int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	n, err := parseCallgrindCalls(f, fn)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", path, err)
+	}
+	return n, nil
+}
+
+// parseCallgrindCalls returns how many times function fn was called in a callgrind profile:
+// the sum of the counts of the "calls=" lines under a "cfn=" naming it. Names may be
+// compressed ("cfn=(12) name" the first time, "cfn=(12)" afterwards, ids shared with "fn="),
+// and a recursion level suffix ("name'2") counts as the same function.
+func parseCallgrindCalls(r io.Reader, fn string) (int64, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	names := map[string]string{} // compressed id -> name
+	name := func(v string) string {
+		if !strings.HasPrefix(v, "(") {
+			return v
+		}
+		id, rest, ok := strings.Cut(v[1:], ")")
+		if !ok {
+			return v
+		}
+		if rest = strings.TrimSpace(rest); rest != "" {
+			names[id] = rest
+			return rest
+		}
+		return names[id]
+	}
+	base := func(n string) string {
+		if i := strings.LastIndexByte(n, '\''); i > 0 {
+			if _, err := strconv.Atoi(n[i+1:]); err == nil {
+				return n[:i]
+			}
+		}
+		return n
+	}
+	var total int64
+	target := false
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "fn="):
+			name(line[3:])
+		case strings.HasPrefix(line, "cfn="):
+			target = base(name(line[4:])) == fn
+		case strings.HasPrefix(line, "calls="):
+			if target {
+				f := strings.Fields(line[6:])
+				if len(f) == 0 {
+					return 0, fmt.Errorf("bad line %q", line)
+				}
+				n, err := strconv.ParseInt(f[0], 10, 64)
+				if err != nil {
+					return 0, fmt.Errorf("bad line %q: %w", line, err)
+				}
+				total += n
+			}
+			target = false
+		}
+	}
+	return total, sc.Err()
 }

@@ -41,6 +41,7 @@ type params struct {
 	Out           string        `json:"-"`
 	Profiles      string        `json:"-"`
 	From          string        `json:"-"`
+	Breakdown     []string      `json:"-"`
 }
 
 func main() {
@@ -48,6 +49,13 @@ func main() {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "moebench:", err)
 		os.Exit(2)
+	}
+	if len(p.Breakdown) > 0 {
+		if err := printBreakdown(os.Stdout, p.Out, p.Breakdown); err != nil {
+			fmt.Fprintln(os.Stderr, "moebench:", err)
+			os.Exit(1)
+		}
+		return
 	}
 	var rep *Report
 	if p.From != "" {
@@ -74,9 +82,9 @@ func main() {
 func parseFlags(args []string, getenv func(string) string) (params, error) {
 	fs := flag.NewFlagSet("moebench", flag.ContinueOnError)
 	quick := fs.Bool("quick", getenv("BENCH_QUICK") == "1", "quick run: fewer requests, one round (also BENCH_QUICK=1)")
-	cfgs := fs.String("configs", getenv("BENCH_CONFIGS"), "comma-separated config ids (default all: B0..B6; also BENCH_CONFIGS)")
+	cfgs := fs.String("configs", getenv("BENCH_CONFIGS"), "comma-separated config ids (default all: B0, B1, B1K, B2..B6; also BENCH_CONFIGS)")
 	runs := fs.Int("callgrind-runs", 0, "callgrind runs per config (default 2, quick 1; 0 with -skip-callgrind)")
-	n := fs.Int("n", 0, "requests measured per callgrind run (default 2000, quick 300)")
+	n := fs.Int("n", 0, "requests measured per callgrind run (default 10000, quick 300)")
 	warm := fs.Int("warmup", 0, "warm-up requests before each callgrind window (default 200, quick 50)")
 	rounds := fs.Int("rounds", 0, "wrk rounds per config (default 3, quick 1)")
 	dur := fs.Duration("duration", 0, "wrk duration per measurement, whole seconds (default 5s, quick 2s)")
@@ -90,13 +98,14 @@ func parseFlags(args []string, getenv func(string) string) (params, error) {
 	skipLoad := fs.Bool("skip-load", false, "no wrk runs")
 	out := fs.String("out", "out/bench", "output directory")
 	from := fs.String("from", "", "measure nothing: write report.md and chart.png again from this results.json")
+	brk := fs.String("breakdown", "", "measure nothing: self cost per request by category of these configs (B1,B2), from the profiles and results.json in -out")
 	if err := fs.Parse(args); err != nil {
 		return params{}, err
 	}
 	if fs.NArg() > 0 {
 		return params{}, fmt.Errorf("unexpected arguments %v", fs.Args())
 	}
-	p := params{Profiles: filepath.Join(*out, "callgrind"), Quick: *quick, Connections: *conns, Threads: *threads, LoadWarmup: *loadWarm, Idle: *idle, IdleAfter: *idleAfter, Concurrency: *conc, Out: *out, From: *from}
+	p := params{Breakdown: splitIDs(*brk), Profiles: filepath.Join(*out, "callgrind"), Quick: *quick, Connections: *conns, Threads: *threads, LoadWarmup: *loadWarm, Idle: *idle, IdleAfter: *idleAfter, Concurrency: *conc, Out: *out, From: *from}
 	pick := func(v, full, q int) int {
 		switch {
 		case v > 0:
@@ -107,7 +116,10 @@ func parseFlags(args []string, getenv func(string) string) (params, error) {
 		return full
 	}
 	p.CallgrindRuns = pick(*runs, 2, 1)
-	p.N = pick(*n, 2000, 300)
+	// 10000, not fewer: a Go GC cycle costs B2 ~9M instructions and comes every ~1000
+	// requests (B1: every ~7000), so at 2000 requests one cycle more or less in the window
+	// moved a figure by ~4.5k instructions a request.
+	p.N = pick(*n, 10000, 300)
 	p.Warmup = pick(*warm, 200, 50)
 	p.Rounds = pick(*rounds, 3, 1)
 	p.Duration = *dur
@@ -134,7 +146,7 @@ func parseFlags(args []string, getenv func(string) string) (params, error) {
 		for _, id := range strings.Split(*cfgs, ",") {
 			id = strings.ToUpper(strings.TrimSpace(id))
 			if _, ok := configByID(id); !ok {
-				return params{}, fmt.Errorf("unknown config %q (B0..B%d)", id, len(configs)-1)
+				return params{}, fmt.Errorf("unknown config %q (B0, B1, B1K, B2..B6)", id)
 			}
 			p.Configs = append(p.Configs, id)
 		}
@@ -220,7 +232,7 @@ func progressLine(kind string, r *Result, d time.Duration) string {
 	switch kind {
 	case "callgrind":
 		c := r.Callgrind[len(r.Callgrind)-1]
-		return fmt.Sprintf("%s instr/req, %s crossings/req (%.0fs)", kilo(c.PerRequest), trimFloat(totalCrossings(c.Crossings)), d.Seconds())
+		return fmt.Sprintf("%s instr/req, %s crossings/req, %d GC cycles (%.0fs)", kilo(c.PerRequest), trimFloat(totalCrossings(c.Crossings)), c.GCCycles, d.Seconds())
 	default:
 		l := r.Load[len(r.Load)-1]
 		return fmt.Sprintf("%.0f req/s, p99 %s, %s CPU/req (%.0fs)", l.RPS, us(l.P99Us), us(l.CPUPerRequestUs), d.Seconds())
@@ -285,4 +297,45 @@ func write(rep *Report, dir string) error {
 		return err
 	}
 	return writeChart(rep, filepath.Join(dir, "chart.png"))
+}
+
+func splitIDs(s string) []string {
+	var ids []string
+	for _, id := range strings.Split(s, ",") {
+		if id = strings.ToUpper(strings.TrimSpace(id)); id != "" {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// printBreakdown writes the -breakdown table of configs ids: the profiles a run kept in
+// dir/callgrind and the request count of each config's last callgrind run in dir/results.json
+// (the run whose profile was kept).
+func printBreakdown(w io.Writer, dir string, ids []string) error {
+	rep, err := load(filepath.Join(dir, "results.json"))
+	if err != nil {
+		return err
+	}
+	var profiles []string
+	var requests []int
+	for _, id := range ids {
+		n := 0
+		for _, r := range rep.Results {
+			if r.ID == id && len(r.Callgrind) > 0 {
+				n = r.Callgrind[len(r.Callgrind)-1].Requests
+			}
+		}
+		if n == 0 {
+			return fmt.Errorf("%s: no callgrind run in %s", id, filepath.Join(dir, "results.json"))
+		}
+		profiles = append(profiles, filepath.Join(dir, "callgrind", id+".callgrind"))
+		requests = append(requests, n)
+	}
+	cats, per, totals, err := breakdown(profiles, requests)
+	if err != nil {
+		return err
+	}
+	_, err = io.WriteString(w, breakdownMarkdown(ids, cats, per, totals))
+	return err
 }

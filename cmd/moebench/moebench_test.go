@@ -87,6 +87,42 @@ func TestParseCallgrindTotal(t *testing.T) {
 	}
 }
 
+func TestParseCallgrindCalls(t *testing.T) {
+	// Shaped like a real profile: compressed names, defined once on fn= or cfn= and then
+	// used by id, a recursion suffix, a call from a second caller, and a look-alike name.
+	in := `events: Ir
+fn=(1) runtime.gcBgMarkWorker
+0 10
+cfn=(2) runtime.gcMarkDone
+calls=3 0
+0 500
+fn=(2)
+cfn=(3) runtime.gcMarkTermination
+calls=2 0
+0 4000
+fn=(4) runtime.mallocgc
+cfn=(3)
+calls=1 0
+0 900
+cfn=(5) runtime.gcMarkTermination'2
+calls=4 0
+0 10
+cfn=(6) runtime.gcMarkTerminationX
+calls=7 0
+0 10
+`
+	n, err := parseCallgrindCalls(strings.NewReader(in), "runtime.gcMarkTermination")
+	if err != nil || n != 7 {
+		t.Fatalf("got %d, %v; want 7", n, err)
+	}
+	if n, err := parseCallgrindCalls(strings.NewReader(in), "runtime.absent"); err != nil || n != 0 {
+		t.Errorf("absent: got %d, %v", n, err)
+	}
+	if _, err := parseCallgrindCalls(strings.NewReader("cfn=(1) f\ncalls=x 0\n"), "f"); err == nil {
+		t.Error("bad calls line: no error")
+	}
+}
+
 func TestCrossingsPerRequest(t *testing.T) {
 	before := map[string]int64{"moe_host.capi.copy_headers": 10, "moe_host.go.on_http_header": 20, "moe_host.downstream_rq": 5}
 	after := map[string]int64{"moe_host.capi.copy_headers": 30, "moe_host.go.on_http_header": 60,
@@ -139,7 +175,7 @@ func TestMedianSpreadRatio(t *testing.T) {
 
 func TestSummarizeAndMarkdown(t *testing.T) {
 	cg := func(per float64, cross map[string]float64) callgrindRun {
-		return callgrindRun{Requests: 1000, Instructions: int64(per * 1000), PerRequest: per, Crossings: cross}
+		return callgrindRun{Requests: 1000, Instructions: int64(per * 1000), PerRequest: per, Crossings: cross, GCCycles: int64(per) % 7}
 	}
 	ld := func(cpu, rps float64) loadRun {
 		return loadRun{wrkResult: wrkResult{RPS: rps, P50Us: 500, P99Us: 2500}, CPUPerRequestUs: cpu}
@@ -177,7 +213,7 @@ func TestSummarizeAndMarkdown(t *testing.T) {
 	for _, want := range []string{
 		"| B0 | router only | 101.0k | 1.00x | 0.84x | 21 µs | 1.00x | 0.70x | 950 | 500 µs | 2.50 ms | 0 |",
 		"| B3 | chain | 203.0k | 2.01x | 1.69x | – | – | – | – | – | – | 7.4 |",
-		"| B0 | 100.0k, 102.0k | 1.98% |",
+		"| B0 | 100.0k, 102.0k | 5, 3 | 1.98% |",
 		"| B3 | 7.4 | capi.increment_metric 7, capi.finalize 0.4 |",
 		"- a note",
 		"- B3: wrk 1: boom",
@@ -192,7 +228,7 @@ func TestSummarizeAndMarkdown(t *testing.T) {
 func TestParseFlags(t *testing.T) {
 	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 	p, err := parseFlags(nil, env(nil))
-	if err != nil || p.Quick || p.N != 2000 || p.CallgrindRuns != 2 || p.Rounds != 3 || p.Duration != 5*time.Second || len(p.Configs) != len(configs) {
+	if err != nil || p.Quick || p.N != 10000 || p.CallgrindRuns != 2 || p.Rounds != 3 || p.Duration != 5*time.Second || len(p.Configs) != len(configs) {
 		t.Errorf("defaults: %+v, %v", p, err)
 	}
 	p, err = parseFlags([]string{"-n", "500"}, env(map[string]string{"BENCH_QUICK": "1", "BENCH_CONFIGS": "b0, B2"}))

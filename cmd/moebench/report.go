@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -184,14 +185,16 @@ func markdown(rep *Report) string {
 	fmt.Fprintf(&b, "callgrind (`valgrind --tool=callgrind --fair-sched=yes`, `GODEBUG=asyncpreemptoff=1 GOMAXPROCS=1`, "+
 		"`--concurrency 1`): %d warm-up requests, then `callgrind_control --zero`, %d requests one at a time on one "+
 		"keep-alive connection, `callgrind_control --dump`; the dump's Ir total / %d. Startup, warm-up and shutdown "+
-		"are outside the window, so they cancel.\n\n", p.Warmup, p.N, p.N)
-	b.WriteString("| | runs (instr/req) | spread |\n|---|---|--:|\n")
+		"are outside the window, so they cancel. GC cycles: Go collections that ended in the window "+
+		"(each costs millions of instructions, so the window must hold many requests per cycle).\n\n", p.Warmup, p.N, p.N)
+	b.WriteString("| | runs (instr/req) | GC cycles | spread |\n|---|---|---|--:|\n")
 	for _, r := range rep.Results {
-		var runs []string
+		var runs, gcs []string
 		for _, c := range r.Callgrind {
 			runs = append(runs, kilo(c.PerRequest))
+			gcs = append(gcs, strconv.FormatInt(c.GCCycles, 10))
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s |\n", r.ID, orDash(strings.Join(runs, ", ")), pct(r.Summary.InstrSpread, len(r.Callgrind)))
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", r.ID, orDash(strings.Join(runs, ", ")), orDash(strings.Join(gcs, ", ")), pct(r.Summary.InstrSpread, len(r.Callgrind)))
 	}
 
 	b.WriteString("\n## Crossings per request (top 5)\n\n")

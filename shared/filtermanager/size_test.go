@@ -13,9 +13,12 @@ func TestStreamFitsItsSizeClass(t *testing.T) {
 		what        string
 		size, class uintptr
 	}{
-		{"one plugin", unsafe.Sizeof(streamWith[[1]slot]{}), 704},
+		{"one plugin", unsafe.Sizeof(streamWith[[1]slot]{}), 640},
 		{"four plugins", unsafe.Sizeof(streamWith[[4]slot]{}), 896},
-		{"eight plugins", unsafe.Sizeof(streamWith[[8]slot]{}), 1280},
+		{"six plugins", unsafe.Sizeof(streamWith[[6]slot]{}), 1024},
+		{"eight plugins", unsafe.Sizeof(streamWith[[8]slot]{}), 1152},
+		{"twelve plugins", unsafe.Sizeof(streamWith[[12]slot]{}), 1536},
+		{"sixteen plugins", unsafe.Sizeof(streamWith[[16]slot]{}), 1792},
 	} {
 		if tc.size > tc.class {
 			t.Errorf("a stream with room for %s is %d bytes, over the %d-byte size class", tc.what, tc.size, tc.class)

@@ -119,8 +119,16 @@ func allocStream(capacity int) (*stream, []slot) {
 	case capacity <= 4:
 		b := new(streamWith[[4]slot])
 		return &b.stream, b.room[:0]
+	case capacity <= 6:
+		// Five or six plugins (the standard chain): 1024 bytes, where room
+		// for eight takes the 1152-byte size class.
+		b := new(streamWith[[6]slot])
+		return &b.stream, b.room[:0]
 	case capacity <= 8:
 		b := new(streamWith[[8]slot])
+		return &b.stream, b.room[:0]
+	case capacity <= 12:
+		b := new(streamWith[[12]slot]) // 1536 bytes, not 16 slots' 1792
 		return &b.stream, b.room[:0]
 	case capacity <= 16:
 		b := new(streamWith[[16]slot])

@@ -16,6 +16,7 @@ func init() {
 	http.RegisterHttpFilterFactoryAndConfigParser("reader", readerFactory, http.NullParser)
 	http.RegisterHttpFilterFactoryAndConfigParser("echo", echoFactory, http.NullParser)
 	http.RegisterHttpFilterFactoryAndConfigParser("passthrough", passthroughFactory, http.NullParser)
+	http.RegisterHttpFilterFactoryAndConfigParser("keyauth-sdk", keyAuthSDKFactory, http.NullParser)
 	http.RegisterHttpFilterFactoryAndConfigParser("routeconfig", routeConfigFactory, &routeConfigParser{})
 	http.RegisterHttpFilterFactoryAndConfigParser("metric", metricFactory, &metricParser{})
 }
@@ -143,6 +144,37 @@ type passthroughFilter struct {
 
 func passthroughFactory(_ interface{}, _ api.FilterCallbackHandler) api.StreamFilter {
 	return &passthroughFilter{}
+}
+
+// ---------------------------------------------------------------- keyauth-sdk
+
+// keyAuthSDKFilter does at the ABI what moe's key-auth does in the benchmark's B2 (cmd/moebench
+// config B1K), written with the bare SDK: read x-api-key (one header copy), compare it with the
+// one key, then set x-consumer-name and the moe.consumer filter state moe exports (one
+// set_header, one set_string_filter_state), or answer 401. The same crossings and Envoy work as
+// B2 without moe, so B2 minus this is what moe itself adds.
+type keyAuthSDKFilter struct {
+	api.PassThroughStreamFilter
+	cb api.FilterCallbackHandler
+}
+
+const (
+	keyAuthSDKKey      = "bench-client-key-0001"
+	keyAuthSDKConsumer = `{"name":"bench","group":"clients"}`
+)
+
+func keyAuthSDKFactory(_ interface{}, cb api.FilterCallbackHandler) api.StreamFilter {
+	return &keyAuthSDKFilter{cb: cb}
+}
+
+func (f *keyAuthSDKFilter) DecodeHeaders(h api.RequestHeaderMap, _ bool) api.StatusType {
+	if k, _ := h.Get("x-api-key"); k != keyAuthSDKKey {
+		f.cb.DecoderFilterCallbacks().SendLocalReply(401, "Unauthorized", nil, -1, "keyauth_sdk_denied")
+		return api.LocalReply
+	}
+	h.Set("x-consumer-name", "bench")
+	f.cb.StreamInfo().FilterState().SetString("moe.consumer", keyAuthSDKConsumer, api.StateTypeMutable, api.LifeSpanFilterChain, api.None)
+	return api.Continue
 }
 
 // ---------------------------------------------------------------- routeconfig

@@ -306,8 +306,16 @@ bool ActiveStream::normalizeRequestTarget(HeaderMapPtr& headers, bool end_stream
   const bootstrap::HttpConnectionManager& hcm = parent_.factory().config().hcm;
   ConnectionManagerStats& stats = parent_.factory().stats();
   if (const std::string* p = headers->get(":path")) { // CONNECT has none
-    std::string path = *p;
-    NormalizePathAction action = maybeNormalizePath(path, hcm);
+    // Most listeners rewrite nothing: then only the fragment check runs, on the header itself,
+    // and the path is neither copied nor set again.
+    std::string path;
+    NormalizePathAction action;
+    if (rewritesPath(hcm)) {
+      path = *p;
+      action = maybeNormalizePath(path, hcm);
+    } else {
+      action = p->find('#') == std::string::npos ? NormalizePathAction::Continue : NormalizePathAction::Reject;
+    }
     if (action == NormalizePathAction::Redirect && hasGrpcContentType(*headers)) {
       action = NormalizePathAction::Reject; // gRPC clients do not follow redirects
     }
@@ -317,7 +325,7 @@ bool ActiveStream::normalizeRequestTarget(HeaderMapPtr& headers, bool end_stream
       filter_manager_.refuseRequest(std::move(headers), end_stream, 400, nullptr, "path_normalization_failed");
       return false;
     }
-    headers->setOnly(":path", path);
+    if (rewritesPath(hcm) && path != *p) headers->setOnly(":path", path);
     if (action == NormalizePathAction::Redirect) {
       stats.downstream_rq_redirected_with_normalized_path.inc();
       if (encoder_) info_.request_wire_bytes = encoder_->requestWireBytes();
@@ -327,7 +335,8 @@ bool ActiveStream::normalizeRequestTarget(HeaderMapPtr& headers, bool end_stream
       return false;
     }
   }
-  if (const std::string* a = headers->get(":authority")) {
+  if (const std::string* a = headers->get(":authority");
+      a && (hcm.strip_trailing_host_dot || hcm.strip_port != bootstrap::HttpConnectionManager::StripPort::None)) {
     std::string host = *a;
     maybeNormalizeHost(host, hcm, parent_.connection().local_port);
     if (host != *a) headers->setOnly(":authority", host);

@@ -253,6 +253,11 @@ bool unescapeSlashes(std::string& path) {
   return true;
 }
 
+bool rewritesPath(const bootstrap::HttpConnectionManager& hcm) {
+  return hcm.normalize_path || hcm.merge_slashes ||
+         hcm.path_with_escaped_slashes_action != bootstrap::HttpConnectionManager::EscapedSlashesAction::KeepUnchanged;
+}
+
 NormalizePathAction maybeNormalizePath(std::string& path, const bootstrap::HttpConnectionManager& hcm) {
   // envoy.reloadable_features.http_reject_path_with_fragment (on in 1.39): a '#' anywhere is
   // refused, never silently cut, so a filter cannot match a path the upstream reads otherwise.

@@ -18,6 +18,9 @@ enum class NormalizePathAction { Continue, Reject, Redirect };
 // The whole :path (with its query). Reject: 400 path_normalization_failed; Redirect: 307 to the
 // rewritten :path (UNESCAPE_AND_REDIRECT).
 NormalizePathAction maybeNormalizePath(std::string& path, const bootstrap::HttpConnectionManager& hcm);
+// Whether maybeNormalizePath can change a path under this config (otherwise it only refuses a
+// fragment).
+bool rewritesPath(const bootstrap::HttpConnectionManager& hcm);
 
 // PathUtil::canonicalPath: the path part (before '?') through the URL path canonicaliser Envoy
 // links (Chromium's, see path_normalizer.cc); false when it refuses the path (a NUL, raw or

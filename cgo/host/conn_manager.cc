@@ -275,6 +275,7 @@ ActiveStream::~ActiveStream() {
 // absent).
 void ActiveStream::decodeHeaders(HeaderMapPtr headers, bool end_stream) {
   if (request_header_timer_) request_header_timer_->disableTimer();
+  if (encoder_) info_.request_wire_bytes = encoder_->requestWireBytes();
   // conn_manager_impl.cc:1494-1530: before the request headers are mutated and the route is
   // chosen ("path sanitization should happen before any path access").
   if (!normalizeRequestTarget(headers, end_stream)) return;
@@ -293,7 +294,6 @@ void ActiveStream::decodeHeaders(HeaderMapPtr headers, bool end_stream) {
   headers->remove("keep-alive");
   headers->remove("proxy-connection");
   headers->remove("transfer-encoding");
-  if (encoder_) info_.request_wire_bytes = encoder_->requestWireBytes();
   parent_.factory().createFilterChain(filter_manager_, parent_.workerId());
   resetIdleTimer();
   // conn_manager_impl.cc decodeHeaders: snapRouteConfig() before the filters run.
@@ -308,9 +308,10 @@ bool ActiveStream::normalizeRequestTarget(HeaderMapPtr& headers, bool end_stream
   if (const std::string* p = headers->get(":path")) { // CONNECT has none
     // Most listeners rewrite nothing: then only the fragment check runs, on the header itself,
     // and the path is neither copied nor set again.
+    const bool rewrites = rewritesPath(hcm);
     std::string path;
     NormalizePathAction action;
-    if (rewritesPath(hcm)) {
+    if (rewrites) {
       path = *p;
       action = maybeNormalizePath(path, hcm);
     } else {
@@ -321,14 +322,12 @@ bool ActiveStream::normalizeRequestTarget(HeaderMapPtr& headers, bool end_stream
     }
     if (action == NormalizePathAction::Reject) {
       stats.downstream_rq_failed_path_normalization.inc();
-      if (encoder_) info_.request_wire_bytes = encoder_->requestWireBytes();
       filter_manager_.refuseRequest(std::move(headers), end_stream, 400, nullptr, "path_normalization_failed");
       return false;
     }
-    if (rewritesPath(hcm) && path != *p) headers->setOnly(":path", path);
+    if (rewrites && path != *p) headers->setOnly(":path", path);
     if (action == NormalizePathAction::Redirect) {
       stats.downstream_rq_redirected_with_normalized_path.inc();
-      if (encoder_) info_.request_wire_bytes = encoder_->requestWireBytes();
       filter_manager_.refuseRequest(std::move(headers), end_stream, 307,
                                     [path](HeaderMap& h) { h.addCopy("location", path); },
                                     "path_normalization_failed");
@@ -490,10 +489,6 @@ bool ActiveStream::clusterExists(const std::string& name) {
 
 void ActiveStream::onUpgradeRejected() { parent_.factory().stats().downstream_rq_ws_on_non_ws_route.inc(); }
 
-namespace {
-bool upgradeTypeEquals(std::string_view a, std::string_view b) { return lowerCase(a) == lowerCase(b); }
-} // namespace
-
 // http_connection_manager/config.cc:867-897 createUpgradeFilterChain: a route entry for the
 // type decides (false refuses, true allows whatever the connection manager says); otherwise
 // the connection manager's entry, which must exist and be enabled. Types compare
@@ -501,14 +496,11 @@ bool upgradeTypeEquals(std::string_view a, std::string_view b) { return lowerCas
 bool ActiveStream::upgradeAllowed(std::string_view type, const bootstrap::RouteAction* route) {
   if (route) {
     for (const auto& u : route->upgrade_configs) {
-      if (upgradeTypeEquals(u.upgrade_type, type)) {
-        if (!u.enabled) return false;
-        return true;
-      }
+      if (iequals(u.upgrade_type, type)) return u.enabled;
     }
   }
   for (const auto& u : parent_.factory().config().hcm.upgrade_configs) {
-    if (upgradeTypeEquals(u.upgrade_type, type)) return u.enabled;
+    if (iequals(u.upgrade_type, type)) return u.enabled;
   }
   return false;
 }

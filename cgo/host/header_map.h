@@ -5,6 +5,7 @@
 // header_bytes, so it must describe exactly what copyTo() writes.
 #pragma once
 #include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -19,6 +20,16 @@ inline std::string lowerCase(std::string_view s) {
   std::string out(s);
   for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return out;
+}
+
+// ASCII case-insensitive equality (header names, tokens, upgrade types).
+inline bool iequals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); i++) {
+    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i])))
+      return false;
+  }
+  return true;
 }
 
 class HeaderMap {
@@ -111,7 +122,7 @@ inline bool isUpgradeRequest(const HeaderMap& headers) {
 // Utility::isWebSocketUpgradeRequest: an upgrade whose upgrade header is "websocket" (any case).
 inline bool isWebSocketUpgradeRequest(const HeaderMap& headers) {
   if (!isUpgradeRequest(headers)) return false;
-  return lowerCase(*headers.get("upgrade")) == "websocket";
+  return iequals(*headers.get("upgrade"), "websocket");
 }
 
 } // namespace moe

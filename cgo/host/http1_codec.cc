@@ -30,15 +30,6 @@ constexpr uint32_t kMaxResponseHeadersBytes = 80 * 1024;
 // unread request bytes do not turn our close into a RST that destroys the response in flight.
 constexpr std::chrono::milliseconds kLingerTimeout{1000};
 
-bool iequals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); i++) {
-    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i])))
-      return false;
-  }
-  return true;
-}
-
 // True when a comma separated header value lists token (case-insensitive), e.g. "keep-alive, close".
 bool hasToken(std::string_view value, std::string_view token) {
   size_t pos = 0;

@@ -315,7 +315,8 @@ UpstreamCallbacks& UpstreamConnection::completeResponse() {
   // Bytes after the response are caught by onReadable once the parser returns.
   // An upgrade's connection never returns: after a 101 it is not HTTP any more, and after any
   // other answer Envoy closes it too (the router resets a request it did not finish sending).
-  const bool reusable = !dedicated_ && r->serializer_.complete() && parser_.keepAlive();
+  // (An upgrade request always has a connection of its own: newRequest.)
+  const bool reusable = !r->upgrade_ && r->serializer_.complete() && parser_.keepAlive();
   if (reusable) {
     pool_.onConnectionIdle(this);
   } else {
@@ -385,7 +386,6 @@ UpstreamRequestPtr ConnPool::newRequest(const Endpoint& endpoint, UpstreamCallba
     return request;
   }
   auto* conn = new UpstreamConnection(*this, dispatcher_, endpoint, connect_timeout_ms_);
-  if (upgrade) conn->setDedicated();
   all_.insert(conn);
   stats().counter("moe_host.upstream_cx_total").inc();
   stats_.upstream_cx_total.inc();

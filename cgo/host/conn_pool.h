@@ -68,8 +68,6 @@ public:
   // The request was reset or destroyed before its response completed.
   void abandon();
   const std::string& host() const { return host_; }
-  // Closed once its request is over, never pooled (an upgrade's connection).
-  void setDedicated() { dedicated_ = true; }
   const Endpoint& endpoint() const { return endpoint_; }
   bool closed() const { return closed_; }
 
@@ -112,7 +110,6 @@ private:
   TimerPtr resume_timer_;
   bool above_write_high_ = false;
   bool remote_close_ = false;  // the upstream closed it (upstream_cx_destroy_remote)
-  bool dedicated_ = false;
 };
 
 class ConnPool {

@@ -90,9 +90,9 @@ func mergeChains(parent, child any) (out any) {
 		}
 		return merged
 	case *Chain:
-		return c
+		return unownedCopy(c)
 	}
-	return p
+	return unownedCopy(p)
 }
 
 // unownedCopy is what a merge that falls back to its parent returns: a chain
@@ -100,11 +100,12 @@ func mergeChains(parent, child any) (out any) {
 // the merged config on its own (when the route table changes) while the
 // parent keeps serving, so returning the parent itself would destroy its
 // plugins' configs (closing their clients, stopping their goroutines) under
-// it. Should even that rebuild panic, the parent itself is returned.
+// it. An unowned parent (an earlier merge) serves as it is. Should the rebuild
+// panic, the parent itself is returned.
 func unownedCopy(parent any) (out any) {
 	p, ok := parent.(*Chain)
-	if !ok {
-		return parent
+	if !ok || !p.owned {
+		return parent // destroying an unowned chain destroys nothing
 	}
 	defer func() {
 		if r := recover(); r != nil {

@@ -140,7 +140,7 @@ func (s *stream) switchConsumer(d *side, k phaseKind, i int) (int, bool) {
 // filter (it ran, or its filter was created).
 func (s *stream) touchedAfter(n int) bool {
 	for j := n; j < len(s.slots); j++ {
-		if s.slots[j].ready.Load() {
+		if s.slots[j].isReady() {
 			return true
 		}
 	}

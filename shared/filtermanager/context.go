@@ -29,18 +29,22 @@ func (f *filters) destroyer() api.Destroyer        { v, _ := f.f.(api.Destroyer)
 // conversions *recvHandler and *sendHandler are the two handlers. Keeping them
 // in one array inside the stream means a request costs no allocation per plugin.
 type slot struct {
-	s     *stream
-	p     *plugin
-	ready atomic.Bool // f is set; read without the lock on the hot path
+	s *stream
+	p *plugin
+	// ready is 1 once f is set; read with an atomic load (a plain load on
+	// amd64 and arm64) on the hot path, see isReady and create.
+	ready uint32
 	f     filters
 }
+
+func (sl *slot) isReady() bool { return atomic.LoadUint32(&sl.ready) != 0 }
 
 // filter creates the plugin's filter on first use. Once a phase of the
 // request went to a goroutine, that goroutine and the worker thread (encode,
 // destroy) may race to create it, hence the lock; before that only the worker
 // thread runs this request's phases and no lock is needed.
 func (sl *slot) filter() *filters {
-	if sl.ready.Load() { // small enough to be inlined at every call
+	if sl.isReady() { // small enough to be inlined at every call
 		return &sl.f
 	}
 	return sl.firstUse()
@@ -56,7 +60,7 @@ func (sl *slot) firstUse() *filters {
 	// code and may call stream methods.
 	s.createMu.Lock()
 	defer s.createMu.Unlock()
-	if !sl.ready.Load() {
+	if !sl.isReady() {
 		sl.create()
 	}
 	return &sl.f
@@ -73,7 +77,14 @@ func (sl *slot) create() {
 	if hs, ok := f.(api.SenderHandlerSetter); ok {
 		hs.SetSenderFilterHandler((*sendHandler)(sl))
 	}
-	sl.ready.Store(true)
+	// An atomic store is a locked instruction (~5 ns, once per plugin and
+	// request); before the request's first goroutine starts, nothing else can
+	// read the flag, and starting that goroutine publishes this plain write.
+	if sl.s.wentAsync {
+		atomic.StoreUint32(&sl.ready, 1)
+	} else {
+		sl.ready = 1
+	}
 }
 
 var _ api.Context = (*slot)(nil)

@@ -39,8 +39,13 @@ func (s *stream) sdk(op string, fn func()) {
 
 func (i *reqInfo) s() *stream { return (*stream)(i) }
 
-func (i *reqInfo) StartTime() time.Time    { return i.start }
-func (i *reqInfo) Duration() time.Duration { return time.Since(i.start) }
+func (i *reqInfo) StartTime() time.Time {
+	s := i.s()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.startTimeLocked()
+}
+func (i *reqInfo) Duration() time.Duration { return i.s().elapsed() }
 
 func (i *reqInfo) Protocol() (p string) {
 	i.s().sdk("RequestInfo.Protocol", func() { p, _ = i.cb.StreamInfo().Protocol() })

@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	envoy "github.com/envoyproxy/envoy/contrib/golang/common/go/api"
 
@@ -94,7 +93,10 @@ type stream struct {
 	reqID    string
 	route    routeCache
 	addrs    struct{ remote, local string } // read once (info.go)
-	start    time.Time
+	// startMono is when Envoy created the stream, on the monotonic clock;
+	// startWall its wall-clock time in Unix nanoseconds, derived under mu when
+	// first asked (clock.go).
+	startMono, startWall int64
 
 	slots []slot // in the same allocation as the stream (streamWith) up to 16
 }
@@ -162,15 +164,18 @@ func newStream(c *Chain, cb envoy.FilterCallbackHandler) *stream {
 	n := len(c.plugins)
 	s, room := allocStream(n + c.extraSlots)
 	s.slots = room[:n]
-	s.cb, s.start = cb, time.Now()
+	s.cb, s.startMono = cb, nanotime()
 	s.ch.Store(c)
 	s.dec.decode = true
-	s.dec.headers = headerMap{s: s, kind: reqHeaders}
-	s.dec.trailers = headerMap{s: s, kind: reqTrailers}
-	s.dec.body = bodyBuf{s: s, kind: reqBody}
-	s.enc.headers = headerMap{s: s, kind: respHeaders}
-	s.enc.trailers = headerMap{s: s, kind: respTrailers}
-	s.enc.body = bodyBuf{s: s, kind: respBody}
+	// Field by field, not whole structs: the stream is zeroed already, and a
+	// struct assignment copies a temporary with a bulk write barrier while
+	// the GC marks.
+	s.dec.headers.s, s.dec.headers.kind = s, reqHeaders
+	s.dec.trailers.s, s.dec.trailers.kind = s, reqTrailers
+	s.dec.body.s, s.dec.body.kind = s, reqBody
+	s.enc.headers.s, s.enc.headers.kind = s, respHeaders
+	s.enc.trailers.s, s.enc.trailers.kind = s, respTrailers
+	s.enc.body.s, s.enc.body.kind = s, respBody
 	for i := range s.slots {
 		s.slots[i].s = s
 		s.slots[i].p = c.plugins[i]

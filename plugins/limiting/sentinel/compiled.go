@@ -106,7 +106,7 @@ func (c *Config) Init(env api.ConfigEnv) error {
 		// statistics: routes without system rules are not shed by them.
 		traffic = base.Inbound
 	}
-	rt.opts = []sapi.EntryOption{sapi.WithTrafficType(traffic)}
+	rt.opts = []sapi.EntryOption{sapi.WithTrafficType(traffic), sapi.WithSlotChain(entryChain)}
 	if p := c.PressureTest; p != nil {
 		rt.pressureMatch = p.Match
 		rt.pressureValue = p.Value

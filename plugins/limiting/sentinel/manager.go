@@ -5,7 +5,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	sapi "github.com/alibaba/sentinel-golang/api"
 	"github.com/alibaba/sentinel-golang/core/base"
 	"github.com/alibaba/sentinel-golang/core/circuitbreaker"
 	"github.com/alibaba/sentinel-golang/core/flow"
@@ -301,9 +300,9 @@ func (s *pressureSlot) Check(ctx *base.EntryContext) *base.TokenResult {
 	return nil
 }
 
-// newPressureChain is sentinel's default slot chain plus the pressure slot.
+// newPressureChain is the plugin's slot chain plus the pressure slot.
 func newPressureChain(ratio float64) *base.SlotChain {
-	sc := sapi.BuildDefaultSlotChain()
+	sc := newSlotChain()
 	sc.AddRuleCheckSlot(&pressureSlot{ratio: ratio})
 	return sc
 }

@@ -12,6 +12,7 @@ SHELL := /bin/bash
 GO ?= go
 OUT := out
 export CGO_ENABLED := 1
+include build/cshared.mk
 
 # What the Go binaries are built from (tests are not: editing one rebuilds nothing). Test
 # harnesses run `make -s out/<binary>` before using one (shared/testing/hosttest), so these
@@ -28,8 +29,8 @@ deps:
 
 build: deps $(OUT)/libgolang.so $(OUT)/moe-host $(OUT)/moectl $(OUT)/echo-upstream
 
-$(OUT)/libgolang.so: $(GO_SOURCES)
-	$(GO) build -buildmode=c-shared -o $@ ./cgo/libgolang
+$(OUT)/libgolang.so: $(GO_SOURCES) build/cshared.mk
+	$(GO) build -buildmode=c-shared -ldflags='$(CSHARED_LDFLAGS)' -o $@ ./cgo/libgolang
 
 $(OUT)/moe-host: $(HOST_SOURCES)
 	$(MAKE) -C cgo/host -j2
@@ -52,11 +53,11 @@ $(OUT)/moebench: $(GO_SOURCES)
 
 # Test-only libraries: the conformance plugins for moe-host, and the framework's e2e plugins next
 # to every shipped plugin (the chaos suite runs the demo chain with plugins that misbehave).
-$(OUT)/libconformance.so: $(GO_SOURCES)
-	$(GO) build -buildmode=c-shared -o $@ ./cgo/host/conformance/so
+$(OUT)/libconformance.so: $(GO_SOURCES) build/cshared.mk
+	$(GO) build -buildmode=c-shared -ldflags='$(CSHARED_LDFLAGS)' -o $@ ./cgo/host/conformance/so
 
-$(OUT)/libmoe-e2e.so: $(GO_SOURCES)
-	$(GO) build -buildmode=c-shared -o $@ ./shared/e2e/so
+$(OUT)/libmoe-e2e.so: $(GO_SOURCES) build/cshared.mk
+	$(GO) build -buildmode=c-shared -ldflags='$(CSHARED_LDFLAGS)' -o $@ ./shared/e2e/so
 
 TEST_BINS := $(OUT)/libconformance.so $(OUT)/libmoe-e2e.so $(OUT)/moe-host-netonly $(OUT)/moe-host-asan
 

@@ -42,7 +42,8 @@ COPY . .
 RUN --mount=type=cache,target=/root/go/pkg/mod \
     --mount=type=cache,target=/root/.cache/go-build \
     mkdir -p /out \
-    && go build -buildmode=c-shared -trimpath -o /out/libgolang.so ./cgo/libgolang \
+    && ldflags="$(sed -n 's/^CSHARED_LDFLAGS := //p' build/cshared.mk)" \
+    && go build -buildmode=c-shared -trimpath -ldflags="${ldflags}" -o /out/libgolang.so ./cgo/libgolang \
     && need=$(objdump -T /out/libgolang.so | grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' | sort -Vu | tail -n 1) \
     && echo "libgolang.so needs glibc >= ${need}; Envoy image has ${ENVOY_GLIBC}" \
     && [ "$(printf '%s\n%s\n' "${need}" "${ENVOY_GLIBC}" | sort -V | tail -n 1)" = "${ENVOY_GLIBC}" ]

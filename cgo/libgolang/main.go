@@ -1,7 +1,7 @@
 // Command libgolang is the main package of out/libgolang.so, the one library
 // Envoy's golang filter loads:
 //
-//	go build -buildmode=c-shared -o out/libgolang.so ./cgo/libgolang
+//	make out/libgolang.so   # go build -buildmode=c-shared -ldflags=... ./cgo/libgolang (build/cshared.mk)
 package main
 
 import (

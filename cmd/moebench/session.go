@@ -3,14 +3,15 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/moeproxy/moe/shared/metrics"
 	"io"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/moeproxy/moe/shared/metrics"
 	"github.com/moeproxy/moe/shared/testing/hosttest"
 	"github.com/moeproxy/moe/shared/testing/redistest"
 	"github.com/moeproxy/moe/shared/testing/tb"
@@ -53,6 +54,11 @@ func startHost(t tb.TB, c Config, s *services, o hosttest.Options) *hosttest.Hos
 	}
 	// Production's batched metric updates, not the unbatched ones of test hosts.
 	o.Env = append(o.Env, metrics.FlushIntervalEnv+"="+metrics.DefaultFlushInterval.String())
+	if !slices.ContainsFunc(o.Env, func(kv string) bool { return strings.HasPrefix(kv, "GODEBUG=") }) {
+		// The libraries' own GODEBUG defaults (cgocheck=0, build/cshared.mk), not the
+		// pointer check test hosts get (hosttest.CgoCheckEnv).
+		o.Env = append(o.Env, "GODEBUG=")
+	}
 	return hosttest.StartExample(t, c.File, hosttest.ExampleOptions{Replace: repl, Library: c.Library, Host: o})
 }
 

@@ -4,7 +4,7 @@
 // shipped chains (the demo's, in the chaos suite) with plugins that misbehave on demand. The
 // test plugins are never in out/libgolang.so (cgo/libgolang checks it).
 //
-//	go build -buildmode=c-shared -o out/libmoe-e2e.so ./shared/e2e/so
+//	make out/libmoe-e2e.so   # go build -buildmode=c-shared -ldflags=... ./shared/e2e/so (build/cshared.mk)
 package main
 
 import (

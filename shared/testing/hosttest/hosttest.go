@@ -44,6 +44,11 @@ import (
 // loopback only.
 const LoopbackOnlyEnv = "MOE_HOST_LOOPBACK_ONLY=1"
 
+// CgoCheckEnv is set in the environment of every moe-host a test starts unless the test's own
+// environment has a GODEBUG: the Go runtime checks the pointers of every cgo call, as it does
+// by default outside moe's libraries (build/cshared.mk turns it off there).
+const CgoCheckEnv = "GODEBUG=cgocheck=1"
+
 // GuardStats are the counters of the loopback guard. They exist (at 0) whenever the guard is
 // on; a host's end of life fails the test unless each is present and 0.
 var GuardStats = []string{"moe_host.upstream_cx_non_loopback_refused", "moe_host.upstream_dns_non_local_refused"}
@@ -298,6 +303,11 @@ func prepare(t tb.TB, tmpl string, vars Vars, o Options) prepared {
 	}
 	if !slices.ContainsFunc(o.Env, func(kv string) bool { return strings.HasPrefix(kv, metrics.FlushIntervalEnv+"=") }) {
 		env = append(env, metrics.FlushIntervalEnv+"="+metricsFlush.String()) // the first of duplicates wins
+	}
+	if !slices.ContainsFunc(append(env, o.Env...), func(kv string) bool { return strings.HasPrefix(kv, "GODEBUG=") }) {
+		// The libraries turn the runtime's cgo pointer check off by default
+		// (build/cshared.mk); tests keep it on so a bad pointer handed to C fails them.
+		env = append(env, CgoCheckEnv)
 	}
 	cmd.Env = append(append(env, o.Env...), LoopbackOnlyEnv)
 	return prepared{cmd: cmd, config: rendered.String(), vars: all}

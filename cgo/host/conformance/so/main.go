@@ -1,7 +1,7 @@
 // Command so is the main package of out/libconformance.so, the plugin library the moe-host
 // conformance suite loads:
 //
-//	go build -buildmode=c-shared -o out/libconformance.so ./cgo/host/conformance/so
+//	make out/libconformance.so   # go build -buildmode=c-shared -ldflags=... ./cgo/host/conformance/so (build/cshared.mk)
 package main
 
 import (

@@ -182,7 +182,7 @@ func markdown(rep *Report) string {
 	}
 
 	b.WriteString("\n## Instructions per request: run-to-run agreement\n\n")
-	fmt.Fprintf(&b, "callgrind (`valgrind --tool=callgrind --fair-sched=yes`, `GODEBUG=asyncpreemptoff=1 GOMAXPROCS=1`, "+
+	fmt.Fprintf(&b, "callgrind (`valgrind --tool=callgrind --fair-sched=yes`, `GODEBUG=asyncpreemptoff=1 GOMAXPROCS=2`, "+
 		"`--concurrency 1`): %d warm-up requests, then `callgrind_control --zero`, %d requests one at a time on one "+
 		"keep-alive connection, `callgrind_control --dump`; the dump's Ir total / %d. Startup, warm-up and shutdown "+
 		"are outside the window, so they cancel. GC cycles: Go collections that ended in the window "+

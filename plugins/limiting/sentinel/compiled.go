@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 
-	sapi "github.com/alibaba/sentinel-golang/api"
 	"github.com/alibaba/sentinel-golang/core/base"
 
 	"github.com/moeproxy/moe/shared/api"
@@ -60,9 +59,6 @@ type runtime struct {
 	pressureMatch *variables.Template
 	pressureValue string
 
-	opts         []sapi.EntryOption
-	pressureOpts []sapi.EntryOption
-
 	errorFrom   int
 	errorCodes  []int
 	replyStatus [numReasons]int
@@ -97,20 +93,12 @@ func (c *Config) Init(env api.ConfigEnv) error {
 	}
 	rt.errorCodes = append(rt.errorCodes, c.ErrorStatuses...)
 
-	traffic := base.Outbound
-	if len(c.System) > 0 {
-		if !check {
-			startSystemCollectors()
-		}
-		// Only inbound entries pass sentinel's system slot and feed its inbound
-		// statistics: routes without system rules are not shed by them.
-		traffic = base.Inbound
+	if len(c.System) > 0 && !check {
+		startSystemCollectors()
 	}
-	rt.opts = []sapi.EntryOption{sapi.WithTrafficType(traffic), sapi.WithSlotChain(entryChain)}
 	if p := c.PressureTest; p != nil {
 		rt.pressureMatch = p.Match
 		rt.pressureValue = p.Value
-		rt.pressureOpts = []sapi.EntryOption{sapi.WithTrafficType(traffic), sapi.WithSlotChain(newPressureChain(p.SystemRatio))}
 	}
 
 	b := c.Blocked

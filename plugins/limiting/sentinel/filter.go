@@ -43,14 +43,17 @@ func (f *filter) OnReceive(ctx api.Context, _ api.RequestHeaderMap, _ api.Buffer
 	rt := f.rt
 	var buf [128]byte
 	res := rt.space.lookup(truncate(rt.resource.AppendTo(buf[:0], ctx)))
-	opts := rt.opts
+	sr := rt.space.rules.Load()
+	opts := sr.opts
 	if rt.pressureMatch != nil && rt.pressureMatch.Render(ctx) == rt.pressureValue {
 		res = res.pressure
-		opts = rt.pressureOpts
+		if sr.pressureOpts != nil { // nil when a config without pressure_test took over the namespace
+			opts = sr.pressureOpts
+		}
 	}
 	var e *base.SentinelEntry
 	var blk *base.BlockError
-	if hotKeys := rt.space.rules.Load().hotKeys; len(hotKeys) > 0 {
+	if hotKeys := sr.hotKeys; len(hotKeys) > 0 {
 		args := make([]interface{}, len(hotKeys))
 		for i, t := range hotKeys {
 			if v := t.Render(ctx); v != "" {

@@ -300,9 +300,9 @@ func (s *pressureSlot) Check(ctx *base.EntryContext) *base.TokenResult {
 	return nil
 }
 
-// newPressureChain is the plugin's slot chain plus the pressure slot.
-func newPressureChain(ratio float64) *base.SlotChain {
-	sc := newSlotChain()
+// newPressureChain is newSlotChain plus the pressure slot.
+func newPressureChain(rs *ruleSet, inbound bool, ratio float64) *base.SlotChain {
+	sc := newSlotChain(rs, inbound)
 	sc.AddRuleCheckSlot(&pressureSlot{ratio: ratio})
 	return sc
 }

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"time"
 
+	sapi "github.com/alibaba/sentinel-golang/api"
+	"github.com/alibaba/sentinel-golang/core/base"
 	"github.com/alibaba/sentinel-golang/core/circuitbreaker"
 	"github.com/alibaba/sentinel-golang/core/flow"
 	"github.com/alibaba/sentinel-golang/core/hotspot"
@@ -47,6 +49,10 @@ type spaceRules struct {
 	// breakers: some rule set has circuit breakers, so responses must be
 	// classified (reading the response status copies the response headers).
 	breakers bool
+	// opts are the entry options of normal and of pressure traffic: the
+	// traffic type and a slot chain with the slots of these rules only
+	// (slotchain.go). pressureOpts is nil without pressure_test.
+	opts, pressureOpts []sapi.EntryOption
 }
 
 func newSpaceRules(c *Config, hash string) *spaceRules {
@@ -69,6 +75,21 @@ func newSpaceRules(c *Config, hash string) *spaceRules {
 	sr.breakers = len(sr.normal.cbs) > 0 || sr.pressure != nil && len(sr.pressure.cbs) > 0
 	for i := range c.System {
 		sr.system = append(sr.system, c.System[i].sentinel())
+	}
+	// Only inbound entries pass sentinel's system slot and feed its inbound
+	// statistics: routes without system rules are not shed by them.
+	inbound := len(sr.system) > 0
+	traffic := base.Outbound
+	if inbound {
+		traffic = base.Inbound
+	}
+	sr.opts = []sapi.EntryOption{sapi.WithTrafficType(traffic), sapi.WithSlotChain(newSlotChain(&sr.normal, inbound))}
+	if p := c.PressureTest; p != nil {
+		rs := &sr.normal // pressure traffic without rules of its own uses the normal resources
+		if sr.pressure != nil {
+			rs = sr.pressure
+		}
+		sr.pressureOpts = []sapi.EntryOption{sapi.WithTrafficType(traffic), sapi.WithSlotChain(newPressureChain(rs, inbound, p.SystemRatio))}
 	}
 	return sr
 }

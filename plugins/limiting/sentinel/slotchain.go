@@ -12,22 +12,43 @@ import (
 )
 
 // newSlotChain is sentinel's default slot chain (api.BuildDefaultSlotChain:
-// the same slots in the same order) with one change: the statistic slot is
-// statSlot. Every entry goes through it (rt.opts), so the plugin does not
-// depend on sentinel's global chain.
-func newSlotChain() *base.SlotChain {
+// the same slots in the same order) without the slots of rule kinds rs does
+// not have, and with statSlot for sentinel's statistic slot. A slot without
+// rules still looks its resource up in a global map under a lock on every
+// entry, and the breaker slots copy an empty rule list twice (two
+// allocations): for the standard chain's one flow rule this drops five of
+// ten slots. The chain belongs to the namespace's rules (spaceRules), which
+// are the only rules its resources have, and is rebuilt with them. inbound:
+// the entries are inbound traffic, checked by sentinel's system rules.
+func newSlotChain(rs *ruleSet, inbound bool) *base.SlotChain {
 	sc := base.NewSlotChain()
 	sc.AddStatPrepareSlot(stat.DefaultResourceNodePrepareSlot)
-	sc.AddRuleCheckSlot(system.DefaultAdaptiveSlot)
-	sc.AddRuleCheckSlot(flow.DefaultSlot)
-	sc.AddRuleCheckSlot(isolation.DefaultSlot)
-	sc.AddRuleCheckSlot(hotspot.DefaultSlot)
-	sc.AddRuleCheckSlot(circuitbreaker.DefaultSlot)
+	if inbound {
+		sc.AddRuleCheckSlot(system.DefaultAdaptiveSlot)
+	}
+	if len(rs.flows) > 0 {
+		sc.AddRuleCheckSlot(flow.DefaultSlot)
+	}
+	if len(rs.isos) > 0 {
+		sc.AddRuleCheckSlot(isolation.DefaultSlot)
+	}
+	if len(rs.hots) > 0 {
+		sc.AddRuleCheckSlot(hotspot.DefaultSlot)
+	}
+	if len(rs.cbs) > 0 {
+		sc.AddRuleCheckSlot(circuitbreaker.DefaultSlot)
+	}
 	sc.AddStatSlot(statSlot{stat.DefaultSlot})
 	sc.AddStatSlot(log.DefaultSlot)
-	sc.AddStatSlot(flow.DefaultStandaloneStatSlot)
-	sc.AddStatSlot(hotspot.DefaultConcurrencyStatSlot)
-	sc.AddStatSlot(circuitbreaker.DefaultMetricStatSlot)
+	if len(rs.flows) > 0 {
+		sc.AddStatSlot(flow.DefaultStandaloneStatSlot)
+	}
+	if len(rs.hots) > 0 {
+		sc.AddStatSlot(hotspot.DefaultConcurrencyStatSlot)
+	}
+	if len(rs.cbs) > 0 {
+		sc.AddStatSlot(circuitbreaker.DefaultMetricStatSlot)
+	}
 	return sc
 }
 
@@ -64,8 +85,3 @@ func (s statSlot) OnEntryBlocked(ctx *base.EntryContext, _ *base.BlockError) {
 		stat.InboundNode().AddCount(base.MetricEventBlock, n)
 	}
 }
-
-// entryChain is the slot chain of every entry the plugin makes. Global as
-// sentinel's own default chain is: the slots are stateless, and the chain
-// only pools entry contexts.
-var entryChain = newSlotChain()

@@ -1,6 +1,7 @@
 package sentinel
 
 import (
+	"github.com/moeproxy/moe/shared/api"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -37,5 +38,24 @@ func TestEntriesAreCountedWithoutSentinelsPrometheusCounter(t *testing.T) {
 		if strings.HasPrefix(line, "sentinel_go_handled_total{") && strings.Contains(line, name) {
 			t.Errorf("sentinel's handled counter moved: %s", line)
 		}
+	}
+}
+
+// A namespace's slot chain comes with its rules: when a config with other
+// rule kinds takes over an explicit namespace, the older config's requests
+// are checked by the new kinds too (a chain built per config would skip the
+// isolation slot here).
+func TestSlotChainFollowsTheNamespacesRules(t *testing.T) {
+	old, _ := load(t, `{"namespace":"takeover","flow":[{"threshold":1000}]}`)
+	load(t, `{"namespace":"takeover","isolation":[{"max_concurrency":1}]}`)
+	ctx := newCtx("r")
+	first := &filter{rt: old.rt}
+	if first.OnReceive(ctx, ctx.Req, nil, nil) != api.Continue {
+		t.Fatal("first request blocked")
+	}
+	defer first.OnDestroy()
+	r := request(old, newCtx("r"), 200, 0)
+	if r == nil || r.Code != 429 {
+		t.Fatalf("second concurrent request through the older config: %+v, want 429 from the new isolation rule", r)
 	}
 }

@@ -21,33 +21,30 @@ import (
 // are the only rules its resources have, and is rebuilt with them. inbound:
 // the entries are inbound traffic, checked by sentinel's system rules.
 func newSlotChain(rs *ruleSet, inbound bool) *base.SlotChain {
-	sc := base.NewSlotChain()
+	sc := base.NewSlotChain() // Add* keeps each list sorted by the slots' Order
 	sc.AddStatPrepareSlot(stat.DefaultResourceNodePrepareSlot)
+	sc.AddStatSlot(statSlot{stat.DefaultSlot})
+	sc.AddStatSlot(log.DefaultSlot)
 	if inbound {
 		sc.AddRuleCheckSlot(system.DefaultAdaptiveSlot)
 	}
-	if len(rs.flows) > 0 {
-		sc.AddRuleCheckSlot(flow.DefaultSlot)
-	}
-	if len(rs.isos) > 0 {
-		sc.AddRuleCheckSlot(isolation.DefaultSlot)
-	}
-	if len(rs.hots) > 0 {
-		sc.AddRuleCheckSlot(hotspot.DefaultSlot)
-	}
-	if len(rs.cbs) > 0 {
-		sc.AddRuleCheckSlot(circuitbreaker.DefaultSlot)
-	}
-	sc.AddStatSlot(statSlot{stat.DefaultSlot})
-	sc.AddStatSlot(log.DefaultSlot)
-	if len(rs.flows) > 0 {
-		sc.AddStatSlot(flow.DefaultStandaloneStatSlot)
-	}
-	if len(rs.hots) > 0 {
-		sc.AddStatSlot(hotspot.DefaultConcurrencyStatSlot)
-	}
-	if len(rs.cbs) > 0 {
-		sc.AddStatSlot(circuitbreaker.DefaultMetricStatSlot)
+	for _, k := range []struct {
+		rules int
+		check base.RuleCheckSlot
+		stat  base.StatSlot // nil: the kind keeps no statistics of its own
+	}{
+		{len(rs.flows), flow.DefaultSlot, flow.DefaultStandaloneStatSlot},
+		{len(rs.isos), isolation.DefaultSlot, nil},
+		{len(rs.hots), hotspot.DefaultSlot, hotspot.DefaultConcurrencyStatSlot},
+		{len(rs.cbs), circuitbreaker.DefaultSlot, circuitbreaker.DefaultMetricStatSlot},
+	} {
+		if k.rules == 0 {
+			continue
+		}
+		sc.AddRuleCheckSlot(k.check)
+		if k.stat != nil {
+			sc.AddStatSlot(k.stat)
+		}
 	}
 	return sc
 }

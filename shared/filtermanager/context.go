@@ -8,6 +8,7 @@ import (
 
 	"github.com/moeproxy/moe/shared/api"
 	"github.com/moeproxy/moe/shared/log"
+	"github.com/moeproxy/moe/shared/registry"
 	"github.com/moeproxy/moe/shared/variables"
 )
 
@@ -67,15 +68,28 @@ func (sl *slot) firstUse() *filters {
 }
 
 func (sl *slot) create() {
-	f := sl.p.factory(sl.p.config)
+	p := sl.p
+	f := p.factory(p.config)
 	sl.f.f = f
-	sl.f.recv, _ = f.(api.ReceiverFilter)
-	sl.f.send, _ = f.(api.SenderFilter)
-	if hs, ok := f.(api.ReceiverHandlerSetter); ok {
-		hs.SetReceiveFilterHandler((*recvHandler)(sl))
+	// Only the interfaces the plugin's probed filter has (registry.Probe, once
+	// per config): the assertions that fail are the costly ones, and a call
+	// site that sees many filter types misses Go's type-assertion cache.
+	h := p.hooks
+	if h.Has(registry.HookReceive) {
+		sl.f.recv, _ = f.(api.ReceiverFilter)
 	}
-	if hs, ok := f.(api.SenderHandlerSetter); ok {
-		hs.SetSenderFilterHandler((*sendHandler)(sl))
+	if h.Has(registry.HookSend) {
+		sl.f.send, _ = f.(api.SenderFilter)
+	}
+	if h.Has(registry.HookReceiveSetter) {
+		if hs, ok := f.(api.ReceiverHandlerSetter); ok {
+			hs.SetReceiveFilterHandler((*recvHandler)(sl))
+		}
+	}
+	if h.Has(registry.HookSendSetter) {
+		if hs, ok := f.(api.SenderHandlerSetter); ok {
+			hs.SetSenderFilterHandler((*sendHandler)(sl))
+		}
 	}
 	// An atomic store is a locked instruction (~5 ns, once per plugin and
 	// request); before the request's first goroutine starts, nothing else can

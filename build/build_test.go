@@ -226,3 +226,29 @@ func firstLines(b []byte, n int) string {
 	}
 	return string(bytes.Join(lines, []byte("\n")))
 }
+
+// The builder image links libgolang.so with the flags make uses (cshared.mk): the image's
+// library must have the same GODEBUG defaults as the one the tests and benchmarks ran.
+func TestBuilderImageUsesTheLibraryLinkFlags(t *testing.T) {
+	mk, err := os.ReadFile("cshared.mk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`(?m)^CSHARED_LDFLAGS := -X=runtime\.godebugDefault=\S+$`).Match(mk) {
+		t.Errorf("cshared.mk has no CSHARED_LDFLAGS line the builder image can read:\n%s", mk)
+	}
+	for file, want := range map[string][]string{
+		"Dockerfile.builder": {`sed -n 's/^CSHARED_LDFLAGS := //p' build/cshared.mk`, `-ldflags="${ldflags}"`},
+		"../Makefile":        {"include build/cshared.mk", "-ldflags='$(CSHARED_LDFLAGS)' -o $@ ./cgo/libgolang"},
+	} {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range want {
+			if !bytes.Contains(b, []byte(w)) {
+				t.Errorf("%s does not contain %q", file, w)
+			}
+		}
+	}
+}

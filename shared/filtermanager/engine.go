@@ -68,7 +68,7 @@ func (s *stream) run(d *side, k phaseKind, chunkEnd bool, from int) envoy.Status
 	if !s.wentAsync {
 		s.wentAsync = true // written once, by the worker thread, before any goroutine
 	}
-	go s.runAsync(d, k, chunkEnd, from)
+	startAsync(asyncTask{s: s, d: d, k: k, chunkEnd: chunkEnd, from: from})
 	return envoy.Running
 }
 

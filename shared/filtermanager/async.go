@@ -55,6 +55,7 @@ func startAsync(t asyncTask) {
 func asyncWorker(t asyncTask) {
 	for {
 		t.s.runAsync(t.d, t.k, t.chunkEnd, t.from)
+		t = asyncTask{} // the finished stream is not kept alive while waiting
 		asyncWaiting.Add(1)
 		if !asyncReaperOn.Load() && asyncReaperOn.CompareAndSwap(false, true) {
 			time.AfterFunc(asyncLinger, reapAsync)

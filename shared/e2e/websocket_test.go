@@ -19,6 +19,7 @@ import (
 
 	"github.com/moeproxy/moe/shared/testing/echo"
 	"github.com/moeproxy/moe/shared/testing/hosttest"
+	"github.com/moeproxy/moe/shared/testing/tb"
 )
 
 // wsBootstrap: one moe golang filter ({{.Plugins}}), the connection manager's upgrade_configs
@@ -155,18 +156,6 @@ type wsMessage struct {
 	data []byte
 }
 
-// waitFor polls cond for up to 5 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func (h *wsHost) e2eCounters(t *testing.T) map[string]int {
 	t.Helper()
 	status, _, body := hosttest.Fetch(t, &http.Client{Timeout: 5 * time.Second}, h.URL+"/e2e/stats")
@@ -210,8 +199,8 @@ func TestWebSocketMessagesEchoThroughTheGoFilterOnAnUpgradedStream(t *testing.T)
 	if _, _, err := c.ReadMessage(); !websocket.IsCloseError(err, websocket.CloseNormalClosure) {
 		t.Fatalf("after the client's close: %v, want the upstream's close 1000", err)
 	}
-	waitFor(t, "the upstream to see the websocket end", func() bool { return h.up.WebSocketClosed.Load() == 1 })
-	waitFor(t, "downstream_cx_upgrades_active to drop to 0", func() bool {
+	tb.Eventually(t, "the upstream to see the websocket end", func() bool { return h.up.WebSocketClosed.Load() == 1 })
+	tb.Eventually(t, "downstream_cx_upgrades_active to drop to 0", func() bool {
 		return h.Counter(t, "http.ws.downstream_cx_upgrades_active") == 0
 	})
 	if got := h.Counter(t, "http.ws.downstream_cx_upgrades_total"); got != 1 {
@@ -320,7 +309,7 @@ func TestWebSocketHandshakeTheUpstreamDoesNotAccept(t *testing.T) {
 				t.Fatalf("the answer did not go through the Go filter: %v", resp.Header)
 			}
 			// The upgrade's dedicated upstream connection is closed, never pooled.
-			waitFor(t, "the upstream connection to close", func() bool {
+			tb.Eventually(t, "the upstream connection to close", func() bool {
 				return h.Counter(t, "cluster.upstream.upstream_cx_active") == 0
 			})
 			if got := h.Counter(t, "cluster.upstream.upstream_cx_destroy"); got != 1 {
@@ -340,7 +329,7 @@ func TestWebSocketClosedByTheUpstreamClosesTheClient(t *testing.T) {
 	if !errors.As(err, &ce) || ce.Code != websocket.CloseNormalClosure || ce.Text != "bye" {
 		t.Fatalf("after the upstream's close: %v, want close 1000 bye", err)
 	}
-	waitFor(t, "the stream to end", func() bool { return h.Counter(t, "http.ws.downstream_cx_upgrades_active") == 0 })
+	tb.Eventually(t, "the stream to end", func() bool { return h.Counter(t, "http.ws.downstream_cx_upgrades_active") == 0 })
 }
 
 func TestWebSocketClientThatDisappearsClosesTheUpstream(t *testing.T) {
@@ -348,8 +337,8 @@ func TestWebSocketClientThatDisappearsClosesTheUpstream(t *testing.T) {
 	c, _ := h.mustDial(t, "/ws")
 	echoMessages(t, c, []wsMessage{{websocket.TextMessage, []byte("one")}})
 	c.NetConn().Close() // no close frame: the TCP connection just goes
-	waitFor(t, "the upstream to see the end", func() bool { return h.up.WebSocketClosed.Load() == 1 })
-	waitFor(t, "the stream to end", func() bool { return h.Counter(t, "http.ws.downstream_cx_upgrades_active") == 0 })
+	tb.Eventually(t, "the upstream to see the end", func() bool { return h.up.WebSocketClosed.Load() == 1 })
+	tb.Eventually(t, "the stream to end", func() bool { return h.Counter(t, "http.ws.downstream_cx_upgrades_active") == 0 })
 }
 
 func TestStreamIdleTimeoutEndsAnIdleWebSocket(t *testing.T) {
@@ -379,7 +368,7 @@ func TestStreamIdleTimeoutEndsAnIdleWebSocket(t *testing.T) {
 	if got := h.Counter(t, "http.ws.downstream_rq_idle_timeout"); got != 1 {
 		t.Fatalf("downstream_rq_idle_timeout = %d, want 1", got)
 	}
-	waitFor(t, "the upstream to see the end", func() bool { return h.up.WebSocketClosed.Load() == 1 })
+	tb.Eventually(t, "the upstream to see the end", func() bool { return h.up.WebSocketClosed.Load() == 1 })
 }
 
 func TestKeyAuthRefusesAWebSocketUpgradeWithoutAKey(t *testing.T) {
@@ -478,7 +467,7 @@ func TestUpgradedStreamFlowControl(t *testing.T) {
 		werr <- nil
 	}()
 	// Not reading yet: the host must push back on both sides.
-	waitFor(t, "the host to pause reading the upstream and the client", func() bool {
+	tb.Eventually(t, "the host to pause reading the upstream and the client", func() bool {
 		return h.Counter(t, "cluster.upstream.upstream_flow_control_paused_reading_total") > 0 &&
 			h.Counter(t, "http.ws.downstream_flow_control_paused_reading_total") > 0
 	})

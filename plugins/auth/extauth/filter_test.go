@@ -10,6 +10,7 @@ import (
 
 	"github.com/moeproxy/moe/shared/api"
 	"github.com/moeproxy/moe/shared/testing/fakeframework"
+	"github.com/moeproxy/moe/shared/testing/tb"
 )
 
 func TestAllowForwardsRequestAndCopiesUpstreamHeaders(t *testing.T) {
@@ -120,7 +121,7 @@ func TestTimeoutWithSlowService(t *testing.T) {
 	if m.Count("timeout") != 1 || m.Count("error") != 0 {
 		t.Fatalf("timeout=%d error=%d", m.Count("timeout"), m.Count("error"))
 	}
-	eventually(t, "service sees the cancel", func() bool { return svc.canceled.Load() == 1 })
+	tb.Eventually(t, "service sees the cancel", func() bool { return svc.canceled.Load() == 1 })
 }
 
 func TestDeadServiceFailClosedAndOpen(t *testing.T) {
@@ -174,7 +175,7 @@ func TestClientGoneCancelsCheck(t *testing.T) {
 	if el := time.Since(start); el > 400*time.Millisecond {
 		t.Fatalf("check kept going %s after the client left", el)
 	}
-	eventually(t, "service sees the cancel", func() bool { return svc.canceled.Load() == 1 })
+	tb.Eventually(t, "service sees the cancel", func() bool { return svc.canceled.Load() == 1 })
 }
 
 func TestCacheHitsAllowAndDenyButNotErrors(t *testing.T) {
@@ -281,7 +282,7 @@ func TestConnectionsAreReusedAndClosedOnDestroy(t *testing.T) {
 		t.Fatalf("%d connections for 40 sequential checks", n)
 	}
 	cfg.Destroy()
-	eventually(t, "idle connection closed", func() bool { return svc.closed.Load() == 1 })
+	tb.Eventually(t, "idle connection closed", func() bool { return svc.closed.Load() == 1 })
 }
 
 func TestConfigErrorsNameTheField(t *testing.T) {
@@ -313,17 +314,6 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 				t.Fatalf("err %v, want field %s", err, tc.field)
 			}
 		})
-	}
-}
-
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 

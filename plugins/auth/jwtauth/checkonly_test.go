@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/moeproxy/moe/shared/testing/fakeframework"
+	"github.com/moeproxy/moe/shared/testing/tb"
 )
 
 // Checked only (moectl validate), a config with a jwks.url starts no refresher and never
@@ -31,7 +32,7 @@ func TestCheckOnlyFetchesNoJWKS(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer real.Destroy()
-	eventually(t, "the real refresher's fetch", func() bool { return ln.Connections() > 0 })
+	tb.Eventually(t, "the real refresher's fetch", func() bool { return ln.Connections() > 0 })
 }
 
 // A jwks.file is loaded when checking, as at Envoy's start: a missing or broken file is

@@ -14,6 +14,7 @@ import (
 	"github.com/moeproxy/moe/shared/api"
 	"github.com/moeproxy/moe/shared/testing/fakeframework"
 	"github.com/moeproxy/moe/shared/testing/hosttest"
+	"github.com/moeproxy/moe/shared/testing/tb"
 )
 
 // jwksServer serves a JWKS that tests can change or break.
@@ -44,17 +45,6 @@ func (s *jwksServer) set(body []byte, status int) {
 	s.mu.Unlock()
 }
 
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func rsTok(t *testing.T, kid string) string {
 	return sign(t, map[string]any{"alg": "RS256", "kid": kid}, claimsValid(), rsaKey)
 }
@@ -81,7 +71,7 @@ func TestJWKSFromURL(t *testing.T) {
 	testKeys(t)
 	srv := newJWKSServer(t, jwksJSON(t, map[string]any{"k1": &rsaKey.PublicKey}), 200)
 	cfg, m := newRT(t, `{"jwks":{"url":"`+srv.URL+`/jwks"}}`)
-	eventually(t, "first fetch", func() bool { return cfg.rt.jwks.keys() != nil })
+	tb.Eventually(t, "first fetch", func() bool { return cfg.rt.jwks.keys() != nil })
 	if _, st := do(t, cfg, bearer(rsTok(t, "k1"))); st != api.Continue {
 		t.Fatal("refused")
 	}
@@ -100,12 +90,12 @@ func TestJWKSDownAtStartThenUp(t *testing.T) {
 	}
 	ctx, _ := do(t, cfg, bearer(rsTok(t, "k1")))
 	wantDenied(t, ctx, "jwks unavailable")
-	eventually(t, "retries", func() bool { return srv.fetches.Load() >= 3 })
+	tb.Eventually(t, "retries", func() bool { return srv.fetches.Load() >= 3 })
 	ctx, _ = do(t, cfg, bearer(rsTok(t, "k1")))
 	wantDenied(t, ctx, "jwks unavailable")
 
 	srv.set(jwksJSON(t, map[string]any{"k1": &rsaKey.PublicKey}), 200)
-	eventually(t, "recovery", func() bool { return cfg.rt.jwks.keys() != nil })
+	tb.Eventually(t, "recovery", func() bool { return cfg.rt.jwks.keys() != nil })
 	if _, st := do(t, cfg, bearer(rsTok(t, "k1"))); st != api.Continue {
 		t.Fatal("refused after the JWKS came up")
 	}
@@ -125,7 +115,7 @@ func TestUnknownKidRefreshIsRateLimited(t *testing.T) {
 	testKeys(t)
 	srv := newJWKSServer(t, jwksJSON(t, map[string]any{"k1": &rsaKey.PublicKey}), 200)
 	cfg, m := newRT(t, `{"jwks":{"url":"`+srv.URL+`","min_refresh_interval":"300ms","refresh_interval":"1h"}}`)
-	eventually(t, "first fetch", func() bool { return cfg.rt.jwks.keys() != nil })
+	tb.Eventually(t, "first fetch", func() bool { return cfg.rt.jwks.keys() != nil })
 	// The identity provider rotates in k2.
 	srv.set(jwksJSON(t, map[string]any{"k1": &rsaKey.PublicKey, "k2": &rsaKey2.PublicKey}), 200)
 	tok2 := sign(t, map[string]any{"alg": "RS256", "kid": "k2"}, claimsValid(), rsaKey2)
@@ -143,7 +133,7 @@ func TestUnknownKidRefreshIsRateLimited(t *testing.T) {
 	for i := 0; i < 20; i++ {
 		do(t, cfg, bearer(tok2))
 	}
-	eventually(t, "k2", func() bool { return cfg.rt.jwks.keys().hasKid("k2") })
+	tb.Eventually(t, "k2", func() bool { return cfg.rt.jwks.keys().hasKid("k2") })
 	if _, st := do(t, cfg, bearer(tok2)); st != api.Continue {
 		t.Fatal("k2 refused after refresh")
 	}
@@ -159,10 +149,10 @@ func TestJWKSStaleWhileError(t *testing.T) {
 	testKeys(t)
 	srv := newJWKSServer(t, jwksJSON(t, map[string]any{"k1": &rsaKey.PublicKey}), 200)
 	cfg, m := newRT(t, `{"jwks":{"url":"`+srv.URL+`","min_refresh_interval":"0s","retry_backoff":"5ms","retry_backoff_max":"10ms"}}`)
-	eventually(t, "first fetch", func() bool { return cfg.rt.jwks.keys() != nil })
+	tb.Eventually(t, "first fetch", func() bool { return cfg.rt.jwks.keys() != nil })
 	srv.set([]byte("{broken"), 200)
 	do(t, cfg, bearer(rsTok(t, "unknown"))) // asks for a refresh, which fails
-	eventually(t, "failed refreshes", func() bool { return m.Count("jwks_fetch_failed") >= 2 })
+	tb.Eventually(t, "failed refreshes", func() bool { return m.Count("jwks_fetch_failed") >= 2 })
 	if _, st := do(t, cfg, bearer(rsTok(t, "k1"))); st != api.Continue {
 		t.Fatal("previous keys not served while the JWKS is broken")
 	}
@@ -175,7 +165,7 @@ func TestDestroyStopsRefresher(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "retries", func() bool { return srv.fetches.Load() >= 2 })
+	tb.Eventually(t, "retries", func() bool { return srv.fetches.Load() >= 2 })
 	cfg.Destroy()
 	select {
 	case <-cfg.rt.jwks.done:
@@ -218,7 +208,7 @@ func TestConcurrentVerifyDuringRefresh(t *testing.T) {
 	srv := newJWKSServer(t, jwksJSON(t, map[string]any{"k1": &rsaKey.PublicKey}), 200)
 	cfg, _ := newRT(t, `{"jwks":{"url":"`+srv.URL+`","min_refresh_interval":"0s"},"keys":[{"secret":"`+string(hmacKey)+`"}],
 		"forward_claims":[{"claim":"sub","header":"x-sub"}]}`)
-	eventually(t, "first fetch", func() bool { return cfg.rt.jwks.keys() != nil })
+	tb.Eventually(t, "first fetch", func() bool { return cfg.rt.jwks.keys() != nil })
 	toks := []string{rsTok(t, "k1"), sign(t, map[string]any{"alg": "HS512"}, claimsValid(), hmacKey)}
 	unknown := rsTok(t, "nope")
 	var wg sync.WaitGroup

@@ -14,6 +14,7 @@ import (
 
 	"github.com/moeproxy/moe/shared/testing/echo"
 	"github.com/moeproxy/moe/shared/testing/hosttest"
+	"github.com/moeproxy/moe/shared/testing/tb"
 )
 
 type copyRec struct{ method, uri, host, body string }
@@ -44,17 +45,6 @@ func (s *shadow) copies() []copyRec {
 	return slices.Clone(s.got)
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // The documented example: /api/ requests are copied (body included) to the
 // shadow, a quarter of the GETs to the sampled target, /health to neither.
 func TestE2EExample(t *testing.T) {
@@ -68,7 +58,7 @@ func TestE2EExample(t *testing.T) {
 	if e := hosttest.DecodeEcho(t, resp); resp.StatusCode != 200 || e.Upstream != "upstream" || e.Body != `{"item": 1}` {
 		t.Fatalf("original: %d %+v", resp.StatusCode, e)
 	}
-	waitFor(t, "the shadow copy", func() bool { return len(sh.copies()) == 1 })
+	tb.Eventually(t, "the shadow copy", func() bool { return len(sh.copies()) == 1 })
 	c := sh.copies()[0]
 	if c.method != "POST" || c.uri != "/api/orders?x=1" || !strings.HasSuffix(c.host, "-shadow") || c.body != `{"item": 1}` {
 		t.Fatalf("copy %+v", c)
@@ -78,7 +68,7 @@ func TestE2EExample(t *testing.T) {
 	req.ContentLength = -1
 	resp, _ = hosttest.Do(t, req)
 	resp.Body.Close()
-	waitFor(t, "the chunked copy", func() bool { return len(sh.copies()) == 2 })
+	tb.Eventually(t, "the chunked copy", func() bool { return len(sh.copies()) == 2 })
 	if c := sh.copies()[1]; c.body != "streamed body" {
 		t.Fatalf("chunked copy %+v", c)
 	}
@@ -90,7 +80,7 @@ func TestE2EExample(t *testing.T) {
 		}
 	}
 	hosttest.Fetch(t, client, h.URL+"/health")
-	waitFor(t, "sampled copies answered", func() bool {
+	tb.Eventually(t, "sampled copies answered", func() bool {
 		return h.Counter(t, "moe_mirror_sampled_response_2xx") == h.Counter(t, "moe_mirror_sampled_selected")
 	})
 	n := sampled.Requests.Load()
@@ -191,7 +181,7 @@ func TestE2EStalledAndDownTargetsChangeNothing(t *testing.T) {
 		t.Errorf("stall dropped %d of %d", d, n)
 	}
 	// Down target: refused at once, so its copies fail rather than queue up.
-	waitFor(t, "down copies", func() bool {
+	tb.Eventually(t, "down copies", func() bool {
 		return h.Counter(t, "moe_mirror_down_failed")+h.Counter(t, "moe_mirror_down_dropped") == n
 	})
 	if f := h.Counter(t, "moe_mirror_down_failed"); f < n/2 {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/moeproxy/moe/shared/api"
 	"github.com/moeproxy/moe/shared/testing/fakeframework"
+	"github.com/moeproxy/moe/shared/testing/tb"
 )
 
 // recorder is a mirror target that records what it receives.
@@ -67,18 +68,6 @@ func parse(t *testing.T, js string) (*Config, *fakeframework.Env) {
 	return c, env
 }
 
-// eventually waits for cond (metrics are counted by the workers).
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // send runs one request through a new filter: headers, then the body chunks.
 func send(c *Config, method, path string, body []string, kv ...string) *fakeframework.Context {
 	req := fakeframework.NewRequest(method, path, kv...)
@@ -109,7 +98,7 @@ func TestCopiesKeepMethodPathHeadersAndBody(t *testing.T) {
 	if p.body != `{"item": 1}` || p.header.Get("content-type") != "application/json" {
 		t.Fatalf("POST copy: %+v", p)
 	}
-	eventually(t, "response_2xx", func() bool { return env.Count("shadow_response_2xx") == 2 })
+	tb.Eventually(t, "response_2xx", func() bool { return env.Count("shadow_response_2xx") == 2 })
 	if env.Count("shadow_selected") != 2 {
 		t.Fatalf("metrics %v", env.Values())
 	}
@@ -137,7 +126,7 @@ func TestMatchAndPercentageSelect(t *testing.T) {
 	}
 	// Each selected copy was sent or dropped (a queue of 256 against a
 	// tight loop of 1000).
-	eventually(t, "every copy accounted for", func() bool {
+	tb.Eventually(t, "every copy accounted for", func() bool {
 		return env.Count("api_response_2xx")+env.Count("api_dropped") == n/2
 	})
 	c, env = parse(t, `{"targets": [{"name": "none", "url": "`+r1.srv.URL+`", "percentage": 0}]}`)
@@ -202,14 +191,14 @@ func TestDownAndStalledTargets(t *testing.T) {
 	dead.Close()
 	c, env := parse(t, `{"timeout": "100ms", "targets": [{"name": "down", "url": "`+deadURL+`"}]}`)
 	send(c, "GET", "/", nil)
-	eventually(t, "down_failed", func() bool { return env.Count("down_failed") == 1 })
+	tb.Eventually(t, "down_failed", func() bool { return env.Count("down_failed") == 1 })
 	// A target that never answers: timeout.
 	r := newRecorder(t)
 	r.hold = make(chan struct{})
 	defer close(r.hold)
 	c, env = parse(t, `{"timeout": "50ms", "targets": [{"name": "stall", "url": "`+r.srv.URL+`"}]}`)
 	send(c, "GET", "/", nil)
-	eventually(t, "stall_timeout", func() bool { return env.Count("stall_timeout") == 1 })
+	tb.Eventually(t, "stall_timeout", func() bool { return env.Count("stall_timeout") == 1 })
 }
 
 func TestDestroyStopsTheWorkers(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/moeproxy/moe/shared/testing/hosttest"
+	"github.com/moeproxy/moe/shared/testing/tb"
 )
 
 // jsonLines returns the JSON objects in text whose "uri" starts with prefix.
@@ -28,17 +29,6 @@ func jsonLines(text, prefix string) []map[string]string {
 	return out
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // The documented example through moe-host: JSON lines on the host's stdout,
 // one per request, with the outcome; none for the route that disables it.
 func TestE2EExample(t *testing.T) {
@@ -52,7 +42,7 @@ func TestE2EExample(t *testing.T) {
 		t.Fatalf("/status/503: %d", resp.StatusCode)
 	}
 	hosttest.Get(t, h.URL+"/health")
-	waitFor(t, "two lines", func() bool { return len(jsonLines(h.Output(), "/")) >= 2 })
+	tb.Eventually(t, "two lines", func() bool { return len(jsonLines(h.Output(), "/")) >= 2 })
 	lines := jsonLines(h.Output(), "/")
 	if len(lines) != 2 {
 		t.Fatalf("lines %v", lines)
@@ -89,7 +79,7 @@ func TestE2EFileLinesAndFlushOnStop(t *testing.T) {
 		b, _ := os.ReadFile(path)
 		return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
 	}
-	waitFor(t, "200 lines in the file", func() bool { return len(read()) == n })
+	tb.Eventually(t, "200 lines in the file", func() bool { return len(read()) == n })
 	if l := read()[0]; l != "GET /burst 200" {
 		t.Fatalf("line %q", l)
 	}

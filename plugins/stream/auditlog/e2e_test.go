@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/moeproxy/moe/shared/testing/hosttest"
+	"github.com/moeproxy/moe/shared/testing/tb"
 )
 
 // records are the audit records in text (lines holding a JSON object with a
@@ -19,17 +20,6 @@ func records(t *testing.T, text string) []Record {
 		}
 	}
 	return out
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // The documented example through moe-host: key-auth and limit-req decide,
@@ -53,7 +43,7 @@ func TestE2EExample(t *testing.T) {
 			t.Fatalf("step %d %s: %d, want %d", i, s.path, resp.StatusCode, s.status)
 		}
 	}
-	waitFor(t, "4 records", func() bool { return len(records(t, h.Output())) >= 4 })
+	tb.Eventually(t, "4 records", func() bool { return len(records(t, h.Output())) >= 4 })
 	rs := records(t, h.Output())
 	if len(rs) != 4 {
 		t.Fatalf("%d records", len(rs))
@@ -98,7 +88,7 @@ func TestE2EHTTPSink(t *testing.T) {
 			t.Fatalf("request %d: %d", i, resp.StatusCode)
 		}
 	}
-	waitFor(t, "20 records at the collector", func() bool { _, recs, _ := col.snapshot(); return len(recs) == 20 })
+	tb.Eventually(t, "20 records at the collector", func() bool { _, recs, _ := col.snapshot(); return len(recs) == 20 })
 	_, recs, hdrs := col.snapshot()
 	if r := decode(t, recs[0]); r.What["path"] != "/up/0" || r.Status != 200 || hdrs[0].Get("authorization") != "Bearer tok" {
 		t.Fatalf("record %s, headers %v", recs[0], hdrs[0])
@@ -114,5 +104,5 @@ func TestE2EHTTPSink(t *testing.T) {
 	if d := time.Since(start); d > 2*time.Second {
 		t.Fatalf("50 requests took %v with the collector down", d)
 	}
-	waitFor(t, "failed records counted", func() bool { return hd.Counter(t, "moe_audit_log_failed") == 50 })
+	tb.Eventually(t, "failed records counted", func() bool { return hd.Counter(t, "moe_audit_log_failed") == 50 })
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 )
 
 // TB is what the harnesses call on a test. testing.TB cannot be implemented outside package
@@ -167,4 +168,18 @@ func (p *Program) TempDir() string {
 	}
 	p.Cleanup(func() { os.RemoveAll(dir) })
 	return dir
+}
+
+// Eventually polls cond every 10 ms until it holds, and fails the test after 5 s, naming what
+// it waited for. The one poll loop of the tests that wait for something asynchronous (a
+// mirrored request, a JWKS refresh, a log line, a stream's end).
+func Eventually(t TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

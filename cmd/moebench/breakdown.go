@@ -18,25 +18,37 @@ import (
 // call tree of the Go side is wrong and its inclusive figures count some work several times.
 // Self costs are exact; a category sums them over the functions it holds.
 
+// callgrindNames undoes callgrind's name compression: "fn=(12) name" the first time a name
+// is used, "fn=(12)" afterwards. Ids are per kind ("ob", "fl", "fn"); cob=, cfi=/cfl= and cfn=
+// share the ids of ob=, fl= and fn=.
+type callgrindNames map[string]map[string]string
+
+// resolve returns the name that v (the text after "fn=" or the like) stands for, and
+// remembers a newly numbered one.
+func (n callgrindNames) resolve(kind, v string) string {
+	if !strings.HasPrefix(v, "(") {
+		return v
+	}
+	id, rest, ok := strings.Cut(v[1:], ")")
+	if !ok {
+		return v
+	}
+	if n[kind] == nil {
+		n[kind] = map[string]string{}
+	}
+	if rest = strings.TrimSpace(rest); rest != "" {
+		n[kind][id] = rest
+		return rest
+	}
+	return n[kind][id]
+}
+
 // selfCosts returns the exclusive Ir of a callgrind profile per (object, file, function).
 func selfCosts(r io.Reader) (map[costKey]int64, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	names := map[string]map[string]string{"ob": {}, "fl": {}, "fn": {}}
-	name := func(kind, v string) string {
-		if !strings.HasPrefix(v, "(") {
-			return v
-		}
-		id, rest, ok := strings.Cut(v[1:], ")")
-		if !ok {
-			return v
-		}
-		if rest = strings.TrimSpace(rest); rest != "" {
-			names[kind][id] = rest
-			return rest
-		}
-		return names[kind][id]
-	}
+	names := callgrindNames{}
+	name := names.resolve
 	out := map[costKey]int64{}
 	var cur costKey
 	positions, irAt := 1, -1

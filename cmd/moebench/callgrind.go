@@ -209,21 +209,8 @@ func callgrindCallsFile(path, fn string) (int64, error) {
 func parseCallgrindCalls(r io.Reader, fn string) (int64, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	names := map[string]string{} // compressed id -> name
-	name := func(v string) string {
-		if !strings.HasPrefix(v, "(") {
-			return v
-		}
-		id, rest, ok := strings.Cut(v[1:], ")")
-		if !ok {
-			return v
-		}
-		if rest = strings.TrimSpace(rest); rest != "" {
-			names[id] = rest
-			return rest
-		}
-		return names[id]
-	}
+	names := callgrindNames{}
+	name := func(v string) string { return names.resolve("fn", v) }
 	base := func(n string) string {
 		if i := strings.LastIndexByte(n, '\''); i > 0 {
 			if _, err := strconv.Atoi(n[i+1:]); err == nil {

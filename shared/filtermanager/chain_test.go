@@ -1,7 +1,9 @@
 package filtermanager_test
 
 import (
+	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/moeproxy/moe/shared/api"
@@ -153,6 +155,38 @@ func TestHeaderWritesAreCoalesced(t *testing.T) {
 			}
 			if tc.check != nil {
 				tc.check(t, res.Upstream.Headers)
+			}
+		})
+	}
+}
+
+// Header changes are kept in a list recycled between requests once they
+// reached Envoy: a request must never see or write the changes of an earlier
+// one, whether that one changed a few headers (the list's inline room) or more.
+func TestHeaderWritesOfOneRequestNeverReachTheNext(t *testing.T) {
+	for _, n := range []int{1, 6} {
+		t.Run(fmt.Sprintf("%d headers", n), func(t *testing.T) {
+			var reqs atomic.Int64
+			name := plugin(t, api.Needs{}, recvF{func(_ api.Context, h api.RequestHeaderMap, _ api.Buffer, _ api.HeaderMap) api.Status {
+				if reqs.Add(1)%2 == 1 { // odd requests write n headers, even ones another
+					for i := range n {
+						h.Set(fmt.Sprintf("x-w%d", i), "odd")
+					}
+					return api.Continue
+				}
+				h.Set("x-even", "even")
+				if v, ok := h.Get("x-w0"); ok {
+					t.Errorf("an even request reads x-w0 = %q, written by the request before", v)
+				}
+				return api.Continue
+			}})
+			cfg := mustChain(t, name)
+			for i := range 6 {
+				res := do(t, cfg, fakeenvoy.Request{})
+				_, has := res.Upstream.Headers["x-w0"]
+				if odd := i%2 == 0; has != odd || (odd && res.HeaderWrites != n) || (!odd && res.HeaderWrites != 1) {
+					t.Errorf("request %d: upstream has x-w0 %v, %d header writes", i+1, has, res.HeaderWrites)
+				}
 			}
 		})
 	}

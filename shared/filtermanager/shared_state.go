@@ -27,16 +27,17 @@ const (
 	stateKeyPrefix = "moe.state."
 )
 
-// sharedState tracks what is waiting to be written and what was read.
+// sharedState tracks the string state (SetState) waiting to be written and
+// what was read. The consumer's two flags live in the stream itself
+// (consumerDirty, consumerLoaded): every authenticated request has them, and
+// there they cost no allocation.
 type sharedState struct {
-	consumerDirty  bool
-	consumerLoaded bool     // filter state was read (or the consumer set here)
-	dirtyKeys      []string // string state set since the last write
-	loadedKeys     map[string]bool
+	dirtyKeys  []string // string state set since the last write
+	loadedKeys map[string]bool
 }
 
 // sharedLocked returns the stream's shared state, allocating it on first use
-// (most requests of a chain without auth plugins never need it).
+// (most requests never set or read string state).
 func (s *stream) sharedLocked() *sharedState {
 	if s.shared == nil {
 		s.shared = &sharedState{}
@@ -60,8 +61,7 @@ func (s *stream) setConsumer(plugin string, c *api.Consumer) {
 	if c != nil && ch.observes { // the reason is built only when someone reads it
 		s.decideLocked(api.Decision{Plugin: plugin, Allowed: true, Reason: "consumer " + c.Name})
 	}
-	sh := s.sharedLocked()
-	sh.consumerDirty, sh.consumerLoaded = true, true
+	s.consumerDirty, s.consumerLoaded = true, true
 	if c != nil && ch.byConsumer != nil && s.dec.active {
 		s.switchTo.Store(ch.byConsumer[c.Name])
 	}
@@ -69,7 +69,7 @@ func (s *stream) setConsumer(plugin string, c *api.Consumer) {
 
 func (s *stream) getConsumer() *api.Consumer {
 	s.mu.Lock()
-	c, tried := s.consumer, s.shared != nil && s.shared.consumerLoaded
+	c, tried := s.consumer, s.consumerLoaded
 	readable := s.ownedLocked() && !s.destroyed
 	s.mu.Unlock()
 	if c != nil || tried || !readable {
@@ -88,8 +88,8 @@ func (s *stream) getConsumer() *api.Consumer {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if sh := s.sharedLocked(); !sh.consumerLoaded { // a plugin may have set one meanwhile
-		s.consumer, sh.consumerLoaded = loaded, ok
+	if !s.consumerLoaded { // a plugin may have set one meanwhile
+		s.consumer, s.consumerLoaded = loaded, ok
 	}
 	return s.consumer
 }
@@ -163,13 +163,17 @@ func (s *stream) readFilterState(key string) (v string, ok bool) {
 // and do not wait.
 func (s *stream) shareLocked() {
 	sh := s.shared
-	if sh == nil || !sh.consumerDirty && len(sh.dirtyKeys) == 0 {
+	stringsDirty := sh != nil && len(sh.dirtyKeys) > 0
+	if !s.consumerDirty && !stringsDirty {
 		return
 	}
 	fs := s.cb.StreamInfo().FilterState()
-	if sh.consumerDirty {
-		sh.consumerDirty = false
+	if s.consumerDirty {
+		s.consumerDirty = false
 		fs.SetString(consumerKey, s.ch.Load().encoded.of(s.consumer), envoy.StateTypeMutable, envoy.LifeSpanFilterChain, envoy.None)
+	}
+	if !stringsDirty {
+		return
 	}
 	for _, k := range sh.dirtyKeys {
 		if v, ok := s.state[k].(string); ok {

@@ -79,6 +79,10 @@ type stream struct {
 	// thread sets it, once, before starting the first such goroutine; until
 	// then plugin filters are created without a lock (slot.filter).
 	wentAsync bool
+	// consumerDirty: the consumer changed since it was last written to the
+	// filter state; consumerLoaded: the consumer was set here or read from
+	// the filter state (shared_state.go).
+	consumerDirty, consumerLoaded bool
 
 	done     chan struct{}
 	consumer *api.Consumer
@@ -87,7 +91,7 @@ type stream struct {
 	// after every plugin takes no lock.
 	switchTo atomic.Pointer[Chain]
 	state    map[string]any
-	shared   *sharedState // nil until the consumer or state is set or read
+	shared   *sharedState // nil until string state is set or read
 	obs      *observation // nil until a decision or call is recorded
 	tracing  atomic.Bool  // a plugin asked to time every call of this request
 	reqID    string

@@ -99,6 +99,13 @@ func (s *stream) runRange(d *side, k phaseKind, chunkEnd bool, from, to int) (ou
 	p, _ := s.passOf(d, k)
 	// The chain changes only by a consumer switch, which ends this range.
 	ch := s.ch.Load()
+	// What the hooks get does not change during a pass (only Envoy's entry
+	// points attach a body or trailers): looked up once, not per plugin.
+	var body, chunk api.Buffer
+	var trailers api.HeaderMap
+	if k == kWhole {
+		body, trailers = s.wholeArgs(d)
+	}
 	for i := from; i < to; i++ {
 		idx, dataHook := p.at(i)
 		if k == kData {
@@ -113,16 +120,17 @@ func (s *stream) runRange(d *side, k phaseKind, chunkEnd bool, from, to int) (ou
 		if tracing {
 			start = time.Now()
 		}
+		if dataHook && chunk == nil {
+			chunk = s.chunkArg(d)
+		}
 		switch {
 		case dataHook && d.decode:
-			st = f.recvData().OnReceiveData(sl, s.chunkArg(d), chunkEnd)
+			st = f.recvData().OnReceiveData(sl, chunk, chunkEnd)
 		case dataHook:
-			st = f.sendData().AppendData(sl, s.chunkArg(d), chunkEnd)
+			st = f.sendData().AppendData(sl, chunk, chunkEnd)
 		case d.decode:
-			body, trailers := s.wholeArgs(d, k)
 			st = f.recv.OnReceive(sl, &d.headers, body, trailers)
 		default:
-			body, trailers := s.wholeArgs(d, k)
 			st = f.send.Append(sl, &d.headers, body, trailers)
 		}
 		if tracing {
@@ -175,10 +183,9 @@ func (s *stream) chunkArg(d *side) api.Buffer {
 	return &d.body
 }
 
-func (s *stream) wholeArgs(d *side, k phaseKind) (api.Buffer, api.HeaderMap) {
-	if k != kWhole {
-		return nil, nil
-	}
+// wholeArgs are the body and trailers of a whole-body pass (nil when the
+// request or response has none).
+func (s *stream) wholeArgs(d *side) (api.Buffer, api.HeaderMap) {
 	var body api.Buffer
 	var trailers api.HeaderMap
 	s.mu.Lock()

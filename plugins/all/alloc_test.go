@@ -15,11 +15,11 @@ import (
 // the Go side (the lean fake Envoy, as BenchmarkStandardChain): the GC's share of a request
 // grows with these bytes (issue 12: GC is the largest single cost of the first moe plugin in
 // moe-host). Measured 2026-12-01: 8 allocations, 1353 bytes: the stream with room for the five
-// plugins 1024 (it was 1152 with room for eight), six small ones in sentinel-golang and the
-// sentinel plugin's filter, key-auth's header value (before: 10 and 1593, with key-auth's list
-// of pending header writes, 192 bytes, now recycled, and the consumer's 48-byte shared state,
-// now two flags in the stream). The bound has 40 bytes of slack for what sentinel-golang's
-// background goroutines allocate meanwhile.
+// plugins 1024 (it was 1152 with room for eight), six small ones by sentinel (five in
+// sentinel-golang, one the plugin's per-request filter) and key-auth's header value. Before:
+// 10 and 1593, with key-auth's list of pending header writes (192 bytes, now recycled) and the
+// consumer's 48-byte shared state (now two flags in the stream). The bound has 40 bytes of
+// slack for what sentinel-golang's background goroutines allocate meanwhile.
 func TestStandardChainAllocations(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector changes what is allocated")

@@ -191,3 +191,35 @@ func TestStreamingPluginSeesWholeBodyWhenAnotherPluginBuffers(t *testing.T) {
 		t.Errorf("upstream %q", res.Upstream.Body)
 	}
 }
+
+// A request with trailers and no data (Envoy hands the trailers over without a
+// data call) runs the whole-body pass without a body: a streaming plugin gets
+// an empty last chunk, and every whole-body plugin, before or after it, gets
+// no body (nil, and GetRequestData agrees), whether or not a plugin may block.
+func TestTrailersOnlyRequestGivesWholeBodyPluginsNoBody(t *testing.T) {
+	for _, block := range []api.Blocking{0, api.BlockReceive} {
+		var seen []string
+		whole := func(tag string) recvF {
+			return recvF{func(ctx api.Context, _ api.RequestHeaderMap, b api.Buffer, tr api.HeaderMap) api.Status {
+				got := ctx.Receiver().GetRequestData()
+				v, _ := tr.Get("x-t")
+				seen = append(seen, fmt.Sprintf("%s:body=%v,same=%v,trailer=%s", tag, b != nil, (b == nil) == (got == nil), v))
+				return api.Continue
+			}}
+		}
+		before := plugin(t, api.Needs{RequestBody: api.WholeBody}, whole("before"))
+		streaming := plugin(t, api.Needs{RequestBody: api.StreamingBody}, dataF{
+			recvF: recvF{func(api.Context, api.RequestHeaderMap, api.Buffer, api.HeaderMap) api.Status { return api.Continue }},
+			data: func(_ api.Context, chunk api.Buffer, end bool) api.Status {
+				seen = append(seen, fmt.Sprintf("chunk:%d,end=%v", chunk.Len(), end))
+				return api.Continue
+			},
+		})
+		after := plugin(t, api.Needs{RequestBody: api.WholeBody, MayBlock: block}, whole("after"))
+		do(t, mustChain(t, before, streaming, after), fakeenvoy.Request{Method: "POST", Trailers: [][2]string{{"x-t", "1"}}})
+		want := "before:body=false,same=true,trailer=1 chunk:0,end=true after:body=false,same=true,trailer=1"
+		if got := strings.Join(seen, " "); got != want {
+			t.Errorf("block=%v: %s\nwant %s", block, got, want)
+		}
+	}
+}

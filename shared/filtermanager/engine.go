@@ -99,13 +99,19 @@ func (s *stream) runRange(d *side, k phaseKind, chunkEnd bool, from, to int) (ou
 	p, _ := s.passOf(d, k)
 	// The chain changes only by a consumer switch, which ends this range.
 	ch := s.ch.Load()
-	// What the hooks get does not change during a pass (only Envoy's entry
-	// points attach a body or trailers): looked up once, not per plugin.
+	// What the hooks get does not change during a pass (Envoy's entry points
+	// attach the body and trailers; the empty chunk below is detached again):
+	// looked up once, not per plugin.
 	var body, chunk api.Buffer
 	var trailers api.HeaderMap
 	if k == kWhole {
 		body, trailers = s.wholeArgs(d)
 	}
+	// A whole-body pass without a body (trailers only) gives its streaming
+	// plugins an empty last chunk, for their call only: the whole-body
+	// plugins after them still get no body, like those before (api.Filter:
+	// nil unless the request has one), and GetRequestData agrees.
+	emptyChunk := k == kWhole && body == nil
 	for i := from; i < to; i++ {
 		idx, dataHook := p.at(i)
 		if k == kData {
@@ -135,6 +141,10 @@ func (s *stream) runRange(d *side, k phaseKind, chunkEnd bool, from, to int) (ou
 		}
 		if tracing {
 			s.recordCall(sl.p, d.decode, dataHook, start, st)
+		}
+		if dataHook && emptyChunk {
+			s.detachChunk(d)
+			chunk = nil
 		}
 		// replied is an atomic so the common case (no reply) takes no lock.
 		if st == api.Stop || d.replied.Load() {
@@ -185,6 +195,13 @@ func (s *stream) chunkArg(d *side) api.Buffer {
 
 // wholeArgs are the body and trailers of a whole-body pass (nil when the
 // request or response has none).
+// detachChunk takes back the empty chunk chunkArg attached.
+func (s *stream) detachChunk(d *side) {
+	s.mu.Lock()
+	d.body.detach()
+	s.mu.Unlock()
+}
+
 func (s *stream) wholeArgs(d *side) (api.Buffer, api.HeaderMap) {
 	var body api.Buffer
 	var trailers api.HeaderMap

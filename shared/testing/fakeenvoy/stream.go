@@ -397,7 +397,12 @@ func (st *stream) pass(sd *fside, chunks []string, trailers [][2]string) ([]byte
 		return nil, false
 	}
 	var body []byte
-	if s == envoy.StopAndBuffer || s == envoy.StopAndBufferWatermark {
+	buffered := s == envoy.StopAndBuffer || s == envoy.StopAndBufferWatermark
+	if buffered && !hasBody && hasTrailers {
+		// Nothing was buffered: Envoy hands the trailers over without a data
+		// call (Filter::doTrailer, WaitingAllData with an empty buffer,
+		// contrib/golang/filters/http/source/golang_filter.cc).
+	} else if buffered {
 		buf := newBuf(st, sd, []byte(strings.Join(chunks, "")))
 		s, ok = step(d.phD, func() envoy.StatusType { return d.data(buf, !hasTrailers) })
 		if !ok {

@@ -62,7 +62,10 @@ var writesPool = sync.Pool{New: func() any {
 
 // release returns w to the pool once its changes reached Envoy.
 func (w *pendingWrites) release() {
-	clear(w.list) // drop the strings for the GC
+	// Drop the strings for the GC (header values can be secrets): the list,
+	// and the inline room too when the list outgrew it.
+	clear(w.list)
+	clear(w.buf[:])
 	w.list = w.buf[:0]
 	writesPool.Put(w)
 }

@@ -72,12 +72,15 @@ func TestE2EExample(t *testing.T) {
 	if got := get("/other"); got != "upstream" {
 		t.Fatalf("/other went to %s", got)
 	}
+	// Round robin alone sent each host two requests; how many more a host got
+	// from the hash (12 users over the ports of this run) and from peak EWMA
+	// (latencies under load) varies, so that is all a host's count must show.
 	for _, m := range []struct {
 		name string
 		min  int64
 	}{
-		{"moe_host_balance_picked_" + suffix(a.Port), 5}, {"moe_host_balance_picked_" + suffix(b.Port), 5},
-		{"moe_host_balance_picked_" + suffix(c.Port), 5}, {"moe_host_balance_skipped_other_cluster", 1},
+		{"moe_host_balance_picked_" + suffix(a.Port), 2}, {"moe_host_balance_picked_" + suffix(b.Port), 2},
+		{"moe_host_balance_picked_" + suffix(c.Port), 2}, {"moe_host_balance_skipped_other_cluster", 1},
 		{"moe_host_balance_dns_resolutions", 1},
 	} {
 		if got := h.Counter(t, m.name); got < m.min {

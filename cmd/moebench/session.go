@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -54,7 +53,7 @@ func startHost(t tb.TB, c Config, s *services, o hosttest.Options) *hosttest.Hos
 	}
 	// Production's batched metric updates, not the unbatched ones of test hosts.
 	o.Env = append(o.Env, metrics.FlushIntervalEnv+"="+metrics.DefaultFlushInterval.String())
-	if !slices.ContainsFunc(o.Env, func(kv string) bool { return strings.HasPrefix(kv, "GODEBUG=") }) {
+	if !hosttest.EnvHas(o.Env, "GODEBUG") {
 		// The libraries' own GODEBUG defaults (cgocheck=0, build/cshared.mk), not the
 		// pointer check test hosts get (hosttest.CgoCheckEnv).
 		o.Env = append(o.Env, "GODEBUG=")

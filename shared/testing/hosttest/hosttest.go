@@ -49,6 +49,11 @@ const LoopbackOnlyEnv = "MOE_HOST_LOOPBACK_ONLY=1"
 // by default outside moe's libraries (build/cshared.mk turns it off there).
 const CgoCheckEnv = "GODEBUG=cgocheck=1"
 
+// EnvHas reports whether env (KEY=value entries, as os.Environ) sets key.
+func EnvHas(env []string, key string) bool {
+	return slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, key+"=") })
+}
+
 // GuardStats are the counters of the loopback guard. They exist (at 0) whenever the guard is
 // on; a host's end of life fails the test unless each is present and 0.
 var GuardStats = []string{"moe_host.upstream_cx_non_loopback_refused", "moe_host.upstream_dns_non_local_refused"}
@@ -301,10 +306,10 @@ func prepare(t tb.TB, tmpl string, vars Vars, o Options) prepared {
 	if moectl != "" {
 		env = append(env, "MOE_MOECTL="+moectl)
 	}
-	if !slices.ContainsFunc(o.Env, func(kv string) bool { return strings.HasPrefix(kv, metrics.FlushIntervalEnv+"=") }) {
+	if !EnvHas(o.Env, metrics.FlushIntervalEnv) {
 		env = append(env, metrics.FlushIntervalEnv+"="+metricsFlush.String()) // the first of duplicates wins
 	}
-	if !slices.ContainsFunc(append(env, o.Env...), func(kv string) bool { return strings.HasPrefix(kv, "GODEBUG=") }) {
+	if !EnvHas(env, "GODEBUG") && !EnvHas(o.Env, "GODEBUG") {
 		// The libraries turn the runtime's cgo pointer check off by default
 		// (build/cshared.mk); tests keep it on so a bad pointer handed to C fails them.
 		env = append(env, CgoCheckEnv)

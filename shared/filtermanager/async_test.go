@@ -2,12 +2,14 @@ package filtermanager_test
 
 import (
 	"bytes"
+	"fmt"
 	"runtime"
 	"testing"
 	"time"
 
 	"github.com/moeproxy/moe/shared/api"
 	"github.com/moeproxy/moe/shared/testing/fakeenvoy"
+	"github.com/moeproxy/moe/shared/testing/tb"
 )
 
 // goroutineID reads the running goroutine's number from its stack header ("goroutine 7 [").
@@ -46,11 +48,7 @@ func TestAsyncPhasesReuseTheirGoroutineAndItExitsWhenIdle(t *testing.T) {
 	if ids[0] == goroutineID() {
 		t.Errorf("the phase ran on the test's own goroutine")
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for runtime.NumGoroutine() > before {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d goroutines 5 s after the last phase, %d before the requests", runtime.NumGoroutine(), before)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	tb.Eventually(t, fmt.Sprintf("the goroutine count to fall back to %d after the last phase", before), func() bool {
+		return runtime.NumGoroutine() <= before
+	})
 }

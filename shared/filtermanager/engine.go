@@ -193,8 +193,6 @@ func (s *stream) chunkArg(d *side) api.Buffer {
 	return &d.body
 }
 
-// wholeArgs are the body and trailers of a whole-body pass (nil when the
-// request or response has none).
 // detachChunk takes back the empty chunk chunkArg attached.
 func (s *stream) detachChunk(d *side) {
 	s.mu.Lock()
@@ -202,6 +200,8 @@ func (s *stream) detachChunk(d *side) {
 	s.mu.Unlock()
 }
 
+// wholeArgs are the body and trailers of a whole-body pass (nil when the
+// request or response has none).
 func (s *stream) wholeArgs(d *side) (api.Buffer, api.HeaderMap) {
 	var body api.Buffer
 	var trailers api.HeaderMap

@@ -11,6 +11,7 @@ import (
 
 	"github.com/moeproxy/moe/shared/metrics"
 	"github.com/moeproxy/moe/shared/testing/fakeenvoy"
+	"github.com/moeproxy/moe/shared/testing/tb"
 )
 
 // Metrics are process-global: each run uses its own names so -count=N works.
@@ -152,13 +153,9 @@ func TestFlusherWritesWithoutBeingAskedAndSleepsWhenIdle(t *testing.T) {
 	metrics.Flush()
 	before := d.calls.Load()
 	c.Inc(5)
-	deadline := time.Now().Add(5 * time.Second)
-	for d.calls.Load() == before {
-		if time.Now().After(deadline) {
-			t.Fatalf("no flush within 5s (interval %v)", metrics.FlushInterval())
-		}
-		time.Sleep(time.Millisecond)
-	}
+	tb.Eventually(t, fmt.Sprintf("a flush without Flush (interval %v)", metrics.FlushInterval()), func() bool {
+		return d.calls.Load() != before
+	})
 	idle := d.calls.Load()
 	time.Sleep(3 * metrics.FlushInterval())
 	if n := d.calls.Load(); n != idle {

@@ -1,7 +1,6 @@
 package sentinel
 
 import (
-	"github.com/moeproxy/moe/shared/api"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -9,6 +8,8 @@ import (
 	"github.com/alibaba/sentinel-golang/core/base"
 	"github.com/alibaba/sentinel-golang/core/stat"
 	metricexporter "github.com/alibaba/sentinel-golang/exporter/metric"
+
+	"github.com/moeproxy/moe/shared/api"
 )
 
 // The plugin's stat slot counts passes, blocks and concurrency where

@@ -9,6 +9,7 @@ import (
 )
 
 func TestContextSharesConsumerStateAndVariablesAcrossPlugins(t *testing.T) {
+	logMark := fakeenvoy.MarkLogs()
 	auth := plugin(t, api.Needs{}, recvF{func(ctx api.Context, _ api.RequestHeaderMap, _ api.Buffer, _ api.HeaderMap) api.Status {
 		ctx.SetConsumer(&api.Consumer{Name: "alice", Group: "gold"})
 		ctx.SetState("auth.method", "key")
@@ -46,7 +47,7 @@ func TestContextSharesConsumerStateAndVariablesAcrossPlugins(t *testing.T) {
 	if strings.Join(got, " ") != want {
 		t.Errorf("got  %q\nwant %q", strings.Join(got, " "), want)
 	}
-	if lines := fakeenvoy.Logs("[moe][" + auth + "][rid-7] authenticated alice"); len(lines) != 1 {
-		t.Errorf("tagged log line not found: %v", fakeenvoy.Logs(auth))
+	if lines := fakeenvoy.LogsSince(logMark, "[moe]["+auth+"][rid-7] authenticated alice"); len(lines) != 1 {
+		t.Errorf("tagged log line not found: %v", fakeenvoy.LogsSince(logMark, auth))
 	}
 }

@@ -49,6 +49,7 @@ func TestPanicInAnyPhaseEndsOnlyThatRequestWith500(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			logMark := fakeenvoy.MarkLogs()
 			secret := fmt.Sprintf("secret-%d-%s", seq.Add(1), strings.ReplaceAll(tc.name, " ", "-"))
 			var f any
 			if tc.f != nil {
@@ -84,7 +85,7 @@ func TestPanicInAnyPhaseEndsOnlyThatRequestWith500(t *testing.T) {
 			if got := fakeenvoy.Stats.Counter("moe_panics_total"); got <= total {
 				t.Errorf("moe_panics_total did not grow")
 			}
-			if lines := fakeenvoy.Logs(secret); len(lines) != 1 || !strings.Contains(lines[0], "goroutine") {
+			if lines := fakeenvoy.LogsSince(logMark, secret); len(lines) != 1 || !strings.Contains(lines[0], "goroutine") {
 				t.Errorf("want one log line with the stack, got %d", len(lines))
 			}
 			// The next request through the same config works.

@@ -148,6 +148,7 @@ func TestCallContextBoundsACallOnAPausedServer(t *testing.T) {
 }
 
 func TestServerDownFailsFastAndRecovers(t *testing.T) {
+	logMark := fakeenvoy.MarkLogs()
 	r := redistest.Start(t)
 	cl := acquire(t, checked(t, r.Addr(), nil))
 	if err := ping(cl); err != nil {
@@ -164,7 +165,7 @@ func TestServerDownFailsFastAndRecovers(t *testing.T) {
 			t.Errorf("call %d with the server down took %v", i, d)
 		}
 	}
-	if len(fakeenvoy.Logs("go-redis: ")) == 0 {
+	if len(fakeenvoy.LogsSince(logMark, "go-redis: ")) == 0 {
 		t.Error("go-redis' dial errors did not reach Envoy's log")
 	}
 	r.Start()

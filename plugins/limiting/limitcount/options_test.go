@@ -9,6 +9,7 @@ import (
 )
 
 func TestRedisPassword(t *testing.T) {
+	logMark := fakeenvoy.MarkLogs()
 	r := startRedis(t, "--requirepass", "secret-pw")
 	run := runner(t, cfgFor(r, map[string]any{"failure_policy": "fail_closed", "redis": map[string]any{"password": "secret-pw"}}))
 	if res := do(t, run); res.Status != 200 || hdr(res, "x-ratelimit-remaining") != "2" {
@@ -19,7 +20,7 @@ func TestRedisPassword(t *testing.T) {
 	if res.Status != 503 {
 		t.Fatalf("with a wrong password: %d, want 503 (fail_closed)", res.Status)
 	}
-	for _, line := range fakeenvoy.Logs("") {
+	for _, line := range fakeenvoy.LogsSince(logMark, "") {
 		if strings.Contains(line, "secret-pw") || strings.Contains(line, "wrong-pw") {
 			t.Errorf("a log line shows the password: %s", line)
 		}

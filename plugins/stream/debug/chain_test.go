@@ -61,6 +61,7 @@ func TestTraceThroughTheChain(t *testing.T) {
 }
 
 func TestSlowRequestsAreLogged(t *testing.T) {
+	logMark := fakeenvoy.MarkLogs()
 	r, err := fakeenvoy.NewChain(chainJSON)
 	if err != nil {
 		t.Fatal(err)
@@ -73,7 +74,7 @@ func TestSlowRequestsAreLogged(t *testing.T) {
 	if res.Status != 200 {
 		t.Fatal(res.Status)
 	}
-	lines := fakeenvoy.Logs("slow request: GET /orders took")
+	lines := fakeenvoy.LogsSince(logMark, "slow request: GET /orders took")
 	if len(lines) != 1 {
 		t.Fatalf("slow log lines %q", lines)
 	}
@@ -89,7 +90,7 @@ func TestSlowRequestsAreLogged(t *testing.T) {
 	}
 	// A fast request is not logged (the limiter refuses it at once).
 	r.Do(fakeenvoy.Request{Path: "/fast", Headers: [][2]string{{"x-api-key", "alice-key-0123456789"}}})
-	if n := len(fakeenvoy.Logs("slow request: GET /fast")); n != 0 {
+	if n := len(fakeenvoy.LogsSince(logMark, "slow request: GET /fast")); n != 0 {
 		t.Fatalf("fast request logged")
 	}
 }

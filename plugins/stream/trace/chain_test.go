@@ -125,6 +125,7 @@ func TestChainExportsTheRequestsSpan(t *testing.T) {
 // A collector that is down costs requests nothing: the export fails on the
 // exporter's goroutine and is counted.
 func TestChainCollectorDown(t *testing.T) {
+	logMark := fakeenvoy.MarkLogs()
 	down := fmt.Sprintf("http://127.0.0.1:%d/v1/traces", hosttest.ClosedPort(t))
 	r, err := fakeenvoy.NewChain(chainJSON(down, ""))
 	if err != nil {
@@ -140,7 +141,7 @@ func TestChainCollectorDown(t *testing.T) {
 		t.Fatalf("200 requests took %v", d)
 	}
 	destroy(r.Config())
-	if n := fakeenvoy.Logs("exporting"); len(n) == 0 || !strings.Contains(n[0], "failed") {
+	if n := fakeenvoy.LogsSince(logMark, "exporting"); len(n) == 0 || !strings.Contains(n[0], "failed") {
 		t.Logf("logs: %v", n)
 	}
 }

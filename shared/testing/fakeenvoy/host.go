@@ -30,7 +30,8 @@ import (
 
 type logSink struct {
 	mu    sync.Mutex
-	lines []string
+	lines []string // the latest lines (older ones are dropped)
+	total uint64   // lines ever logged: the last of lines is line total-1
 	level atomic.Int32
 }
 
@@ -41,6 +42,7 @@ func (l *logSink) Log(level envoy.LogType, msg string) {
 		l.lines = l.lines[5000:]
 	}
 	l.lines = append(l.lines, "["+level.String()+"] "+msg)
+	l.total++
 }
 func (l *logSink) LogLevel() envoy.LogType { return envoy.LogType(l.level.Load()) }
 
@@ -60,13 +62,27 @@ func init() {
 // SetLogLevel changes the fake Envoy log level.
 func SetLogLevel(l envoy.LogType) { logs.level.Store(int32(l)) }
 
-// Logs returns the log lines so far that contain substr.
-func Logs(substr string) []string {
+// LogMark is a position in the fake Envoy's log. The log is one per process
+// (like Envoy's), so a test takes a mark before the requests it checks and
+// reads the lines after it: lines of earlier tests, or of earlier runs under
+// -count, are not its own.
+type LogMark uint64
+
+// MarkLogs returns the position after the last line logged so far.
+func MarkLogs() LogMark {
 	logs.mu.Lock()
 	defer logs.mu.Unlock()
+	return LogMark(logs.total)
+}
+
+// LogsSince returns the lines logged after m that contain substr.
+func LogsSince(m LogMark, substr string) []string {
+	logs.mu.Lock()
+	defer logs.mu.Unlock()
+	first := logs.total - uint64(len(logs.lines)) // the number of lines[0]
 	var out []string
-	for _, l := range logs.lines {
-		if strings.Contains(l, substr) {
+	for i, l := range logs.lines {
+		if first+uint64(i) >= uint64(m) && strings.Contains(l, substr) {
 			out = append(out, l)
 		}
 	}

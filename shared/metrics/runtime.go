@@ -16,6 +16,12 @@ import (
 //	                             (runtime.MemStats.HeapAlloc); drops when the GC runs
 //	moe_runtime_heap_live_bytes  heap bytes the last GC found live (a leak keeps it up)
 //	moe_runtime_sys_bytes        memory the Go runtime holds from the OS (its share of RSS)
+//	moe_runtime_heap_goal_bytes  heap size the GC aims to end its next cycle at: about the
+//	                             live heap x (1 + GOGC/100), at least 4 MB x GOGC/100, lower
+//	                             near GOMEMLIMIT; shows what those settings in Envoy's
+//	                             environment do
+//	moe_runtime_gc_cycles_total  counter: GC cycles completed (its rate over the request
+//	                             rate is what GC tuning changes, see README "Deploying")
 //
 // They are sampled, not computed per request, and the sampler costs nothing while moe is idle:
 //
@@ -36,6 +42,8 @@ const (
 	RuntimeHeapBytes     = "moe_runtime_heap_bytes"
 	RuntimeHeapLiveBytes = "moe_runtime_heap_live_bytes"
 	RuntimeSysBytes      = "moe_runtime_sys_bytes"
+	RuntimeHeapGoalBytes = "moe_runtime_heap_goal_bytes"
+	RuntimeGCCycles      = "moe_runtime_gc_cycles_total"
 )
 
 // RuntimeSampleIntervalEnv sets the time between two samples of the runtime gauges while the
@@ -87,7 +95,7 @@ func Activity() {
 func startRuntimeSampler() { go runtimeSampler() }
 
 type runtimeSample struct {
-	goroutines, heap, live, sys uint64
+	goroutines, heap, live, sys, goal, gcCycles uint64
 }
 
 // settled: no change worth another look (goroutines exact, heap within 1%).
@@ -99,14 +107,16 @@ func (s runtimeSample) settled(prev runtimeSample) bool {
 		}
 		return d*100 <= max(a, b)
 	}
-	return s.goroutines == prev.goroutines && s.live == prev.live && near(s.heap, prev.heap) && near(s.sys, prev.sys)
+	return s.goroutines == prev.goroutines && s.live == prev.live && s.gcCycles == prev.gcCycles &&
+		near(s.heap, prev.heap) && near(s.sys, prev.sys)
 }
 
 type runtimeGauges struct {
-	descs                       []rtmetrics.Sample
-	goroutines, heap, live, sys *gauge
-	last                        runtimeSample
-	first                       bool
+	descs                             []rtmetrics.Sample
+	goroutines, heap, live, sys, goal *gauge
+	gcCycles                          *counter
+	last                              runtimeSample
+	first                             bool
 }
 
 func newRuntimeGauges() *runtimeGauges {
@@ -116,11 +126,15 @@ func newRuntimeGauges() *runtimeGauges {
 			{Name: "/memory/classes/heap/objects:bytes"},
 			{Name: "/gc/heap/live:bytes"},
 			{Name: "/memory/classes/total:bytes"},
+			{Name: "/gc/heap/goal:bytes"},
+			{Name: "/gc/cycles/total:gc-cycles"},
 		},
 		goroutines: Gauge(RuntimeGoroutines).(*gauge),
 		heap:       Gauge(RuntimeHeapBytes).(*gauge),
 		live:       Gauge(RuntimeHeapLiveBytes).(*gauge),
 		sys:        Gauge(RuntimeSysBytes).(*gauge),
+		goal:       Gauge(RuntimeHeapGoalBytes).(*gauge),
+		gcCycles:   Counter(RuntimeGCCycles).(*counter),
 		first:      true,
 	}
 }
@@ -133,7 +147,7 @@ func (r *runtimeGauges) sample() runtimeSample {
 		}
 		return r.descs[i].Value.Uint64()
 	}
-	s := runtimeSample{goroutines: u(0), heap: u(1), live: u(2), sys: u(3)}
+	s := runtimeSample{goroutines: u(0), heap: u(1), live: u(2), sys: u(3), goal: u(4), gcCycles: u(5)}
 	set := func(g *gauge, v, old uint64) {
 		if r.first || v != old {
 			g.Set(v)
@@ -143,6 +157,12 @@ func (r *runtimeGauges) sample() runtimeSample {
 	set(r.heap, s.heap, r.last.heap)
 	set(r.live, s.live, r.last.live)
 	set(r.sys, s.sys, r.last.sys)
+	set(r.goal, s.goal, r.last.goal)
+	// The counter gets the cycles since the last sample (all of them at the first: the
+	// process's cycles so far, those of its start included).
+	if s.gcCycles > r.last.gcCycles {
+		r.gcCycles.Inc(s.gcCycles - r.last.gcCycles)
+	}
 	r.last, r.first = s, false
 	rtSamples.Add(1)
 	return s

@@ -98,6 +98,10 @@ func TestRuntimeHeapGaugesSeeAllocationAndCollection(t *testing.T) {
 	metrics.Activity()
 	waitParked(t)
 	baseLive := gaugeValue(metrics.RuntimeHeapLiveBytes)
+	baseCycles := fakeenvoy.Stats.Counter(metrics.RuntimeGCCycles)
+	if baseCycles == 0 {
+		t.Errorf("%s = 0 after a runtime.GC", metrics.RuntimeGCCycles)
+	}
 
 	const size = 64 << 20
 	for range 64 {
@@ -108,6 +112,10 @@ func TestRuntimeHeapGaugesSeeAllocationAndCollection(t *testing.T) {
 	waitFor(t, 5*time.Second, "heap gauges never saw 64 MiB more", func() bool {
 		return gaugeValue(metrics.RuntimeHeapBytes) >= size && gaugeValue(metrics.RuntimeHeapLiveBytes) >= baseLive+size*9/10
 	})
+	// The next cycle ends above what is live now (twice it at the default GOGC=100).
+	if goal, live := gaugeValue(metrics.RuntimeHeapGoalBytes), gaugeValue(metrics.RuntimeHeapLiveBytes); goal <= live {
+		t.Errorf("%s = %d with %d bytes live", metrics.RuntimeHeapGoalBytes, goal, live)
+	}
 	retained = nil
 	runtime.GC()
 	metrics.Activity()
@@ -115,6 +123,10 @@ func TestRuntimeHeapGaugesSeeAllocationAndCollection(t *testing.T) {
 		return gaugeValue(metrics.RuntimeHeapLiveBytes) < baseLive+size/4
 	})
 	waitParked(t)
+	// Two runtime.GC calls since the baseline (the GC may have run more often on its own).
+	if n := fakeenvoy.Stats.Counter(metrics.RuntimeGCCycles) - baseCycles; n < 2 {
+		t.Errorf("%s grew by %d over two runtime.GC calls", metrics.RuntimeGCCycles, n)
+	}
 }
 
 // Activity on the request path: one atomic load while the sampler runs.

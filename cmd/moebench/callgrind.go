@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/moeproxy/moe/shared/metrics"
 	"github.com/moeproxy/moe/shared/testing/hosttest"
 	"github.com/moeproxy/moe/shared/testing/tb"
 )
@@ -47,6 +48,11 @@ type callgrindRun struct {
 	// few requests a config's figure depends on where its cycles fell (2000 requests: B1 had
 	// none, B2 three), not on what its requests allocate.
 	GCCycles int64 `json:"gc_cycles"`
+	// HeapGoalBytes and GoSysBytes are libgolang.so's moe_runtime_heap_goal_bytes and
+	// moe_runtime_sys_bytes at the window's end (0 for configs without moe): what GOGC or
+	// GOMEMLIMIT in the environment did to the Go side's memory, next to the GC cycles.
+	HeapGoalBytes int64 `json:"heap_goal_bytes,omitempty"`
+	GoSysBytes    int64 `json:"go_sys_bytes,omitempty"`
 }
 
 func measureCallgrind(t tb.TB, c Config, s *services, p params) callgrindRun {
@@ -108,6 +114,8 @@ func measureCallgrind(t tb.TB, c Config, s *services, p params) callgrindRun {
 		Crossings:     crossingsPerRequest(before, after, p.N),
 		WindowSeconds: window.Seconds(),
 		GCCycles:      gcs,
+		HeapGoalBytes: after[metrics.RuntimeHeapGoalBytes],
+		GoSysBytes:    after[metrics.RuntimeSysBytes],
 	}
 }
 

@@ -232,7 +232,11 @@ func progressLine(kind string, r *Result, d time.Duration) string {
 	switch kind {
 	case "callgrind":
 		c := r.Callgrind[len(r.Callgrind)-1]
-		return fmt.Sprintf("%s instr/req, %s crossings/req, %d GC cycles (%.0fs)", kilo(c.PerRequest), trimFloat(totalCrossings(c.Crossings)), c.GCCycles, d.Seconds())
+		mem := ""
+		if c.GoSysBytes > 0 {
+			mem = ", Go memory " + megabytes(c.GoSysBytes)
+		}
+		return fmt.Sprintf("%s instr/req, %s crossings/req, %d GC cycles%s (%.0fs)", kilo(c.PerRequest), trimFloat(totalCrossings(c.Crossings)), c.GCCycles, mem, d.Seconds())
 	default:
 		l := r.Load[len(r.Load)-1]
 		return fmt.Sprintf("%.0f req/s, p99 %s, %s CPU/req (%.0fs)", l.RPS, us(l.P99Us), us(l.CPUPerRequestUs), d.Seconds())

@@ -191,6 +191,7 @@ func TestSummarizeAndMarkdown(t *testing.T) {
 			},
 			Errors: []string{"wrk 1: boom"}},
 	}
+	rs[2].Callgrind[1].HeapGoalBytes, rs[2].Callgrind[1].GoSysBytes = 4194304, 13474056 // the last run's
 	summarize(rs)
 	b0, b1, b3 := rs[0].Summary, rs[1].Summary, rs[2].Summary
 	if !near(b0.InstrPerRequest, 101e3) || !near(b0.InstrSpread, 2e3/101e3) || !near(b0.CPUPerReqUs, 21) || !near(b0.RPS, 950) {
@@ -213,7 +214,8 @@ func TestSummarizeAndMarkdown(t *testing.T) {
 	for _, want := range []string{
 		"| B0 | router only | 101.0k | 1.00x | 0.84x | 21 µs | 1.00x | 0.70x | 950 | 500 µs | 2.50 ms | 0 |",
 		"| B3 | chain | 203.0k | 2.01x | 1.69x | – | – | – | – | – | – | 7.4 |",
-		"| B0 | 100.0k, 102.0k | 5, 3 | 1.98% |",
+		"| B0 | 100.0k, 102.0k | 5, 3 | – | 1.98% |",
+		"| B3 | 202.0k, 204.0k | 1, 6 | 4.2 MB, 13.5 MB | 0.99% |",
 		"| B3 | 7.4 | capi.increment_metric 7, capi.finalize 0.4 |",
 		"- a note",
 		"- B3: wrk 1: boom",

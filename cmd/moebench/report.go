@@ -186,15 +186,22 @@ func markdown(rep *Report) string {
 		"`--concurrency 1`): %d warm-up requests, then `callgrind_control --zero`, %d requests one at a time on one "+
 		"keep-alive connection, `callgrind_control --dump`; the dump's Ir total / %d. Startup, warm-up and shutdown "+
 		"are outside the window, so they cancel. GC cycles: Go collections that ended in the window "+
-		"(each costs millions of instructions, so the window must hold many requests per cycle).\n\n", p.Warmup, p.N, p.N)
-	b.WriteString("| | runs (instr/req) | GC cycles | spread |\n|---|---|---|--:|\n")
+		"(each costs millions of instructions, so the window must hold many requests per cycle). Go heap goal "+
+		"and memory: libgolang.so's `moe_runtime_heap_goal_bytes` and `moe_runtime_sys_bytes` at the end of "+
+		"the last window (what `GOGC`/`GOMEMLIMIT` in the environment change).\n\n", p.Warmup, p.N, p.N)
+	b.WriteString("| | runs (instr/req) | GC cycles | Go heap goal, memory | spread |\n|---|---|---|---|--:|\n")
 	for _, r := range rep.Results {
 		var runs, gcs []string
+		mem := ""
 		for _, c := range r.Callgrind {
 			runs = append(runs, kilo(c.PerRequest))
 			gcs = append(gcs, strconv.FormatInt(c.GCCycles, 10))
+			if c.GoSysBytes > 0 {
+				mem = megabytes(c.HeapGoalBytes) + ", " + megabytes(c.GoSysBytes)
+			}
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", r.ID, orDash(strings.Join(runs, ", ")), orDash(strings.Join(gcs, ", ")), pct(r.Summary.InstrSpread, len(r.Callgrind)))
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", r.ID, orDash(strings.Join(runs, ", ")), orDash(strings.Join(gcs, ", ")),
+			orDash(mem), pct(r.Summary.InstrSpread, len(r.Callgrind)))
 	}
 
 	b.WriteString("\n## Crossings per request (top 5)\n\n")
@@ -277,6 +284,9 @@ func kilo(v float64) string {
 	}
 	return fmt.Sprintf("%.1fk", v/1000)
 }
+
+// megabytes formats bytes in MB of 10^6 bytes, as the README's tables: 13474056 -> "13.5 MB".
+func megabytes(v int64) string { return fmt.Sprintf("%.1f MB", float64(v)/1e6) }
 
 // x formats a ratio: "1.23x".
 func x(v float64) string {

@@ -2,31 +2,45 @@ package sentinel
 
 import (
 	"math"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
 
 // offer sends rps requests per second, evenly paced, for warm+d and returns
-// the admitted rate per second during d (after warm) and over the whole run.
+// the admitted rate per second of the requests offered during d (after warm)
+// and of all of them. Each request runs in a goroutine of its own, as in Envoy:
+// a throttled request waits in the plugin for its turn, and a caller that
+// waited for it before offering the next one would offer less than rps on a
+// busy machine (sleeps overshoot) and measure its own pace, not the rule's.
 func offer(c *Config, rps int, warm, d time.Duration, mk func() *fakeCtx) (steady, whole float64) {
 	tick := time.NewTicker(time.Second / time.Duration(rps))
 	defer tick.Stop()
+	var total, measured atomic.Int64
+	var wg sync.WaitGroup
 	start := time.Now()
 	var measureStart time.Time
-	total, measured := 0, 0
 	for time.Since(start) < warm+d {
 		<-tick.C
-		if measureStart.IsZero() && time.Since(start) >= warm {
+		counted := time.Since(start) >= warm
+		if counted && measureStart.IsZero() {
 			measureStart = time.Now()
 		}
-		if request(c, mk(), 200, 0) == nil {
-			total++
-			if !measureStart.IsZero() {
-				measured++
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if request(c, mk(), 200, 0) == nil {
+				total.Add(1)
+				if counted {
+					measured.Add(1)
+				}
 			}
-		}
+		}()
 	}
-	return float64(measured) / time.Since(measureStart).Seconds(), float64(total) / time.Since(start).Seconds()
+	measuredFor, ranFor := time.Since(measureStart), time.Since(start)
+	wg.Wait()
+	return float64(measured.Load()) / measuredFor.Seconds(), float64(total.Load()) / ranFor.Seconds()
 }
 
 // TestAdmittedRateIsAccurate offers 200 rps to a 50 qps rule for 5 s, with

@@ -20,6 +20,7 @@ import (
 
 	"github.com/moeproxy/moe/shared/testing/echo"
 	"github.com/moeproxy/moe/shared/testing/hosttest"
+	"github.com/moeproxy/moe/shared/testing/tb"
 )
 
 // host is moe-host running the e2e bootstrap (testdata/e2e.yaml.tmpl) with
@@ -186,10 +187,7 @@ func TestE2EPanicInEachPhaseIs500NamingThePlugin(t *testing.T) {
 				} else if r.status != 200 {
 					t.Errorf("%v: status %d, want 200 (panic after the response)", c.headers, r.status)
 				}
-				deadline := time.Now().Add(2 * time.Second)
-				for h.stat(t, "moe_panics_total") <= before && time.Now().Before(deadline) {
-					time.Sleep(20 * time.Millisecond)
-				}
+				tb.Poll(2*time.Second, func() bool { return h.stat(t, "moe_panics_total") > before })
 				if after := h.stat(t, "moe_panics_total"); after != before+1 {
 					t.Errorf("%v: moe_panics_total %d -> %d", c.headers, before, after)
 				}
@@ -208,15 +206,8 @@ func TestE2EStrayGoroutineGetsTypedErrors(t *testing.T) {
 			t.Fatalf("status %d", r.status)
 		}
 	}
-	deadline := time.Now().Add(5 * time.Second)
 	var c map[string]int
-	for {
-		c = h.counters(t)
-		if c["stray-done"] >= 5 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	tb.Poll(5*time.Second, func() bool { c = h.counters(t); return c["stray-done"] >= 5 })
 	t.Logf("stray counters: %v", c)
 	if c["stray-done"] < 5 || c["stray-destroyed"] == 0 || c["stray-untyped"] > 0 || c["stray-untyped-panic"] > 0 {
 		t.Errorf("stray goroutines: %v", c)
@@ -235,15 +226,8 @@ func TestE2EClientAbortRunsDestroyAndLogOnce(t *testing.T) {
 	if _, err := cl.Do(req); err == nil {
 		t.Fatal("slow request did not time out")
 	}
-	deadline := time.Now().Add(5 * time.Second)
 	var c map[string]int
-	for {
-		c = h.counters(t)
-		if c["ctxdone:b"] > before["ctxdone:b"] || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	tb.Poll(5*time.Second, func() bool { c = h.counters(t); return c["ctxdone:b"] > before["ctxdone:b"] })
 	if c["ctxdone:b"] <= before["ctxdone:b"] {
 		t.Errorf("the blocked plugin never saw ctx.Done(): %v", c)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/moeproxy/moe/shared/api"
 	"github.com/moeproxy/moe/shared/metrics"
 	"github.com/moeproxy/moe/shared/testing/fakeenvoy"
+	"github.com/moeproxy/moe/shared/testing/tb"
 )
 
 func TestPanicInAnyPhaseEndsOnlyThatRequestWith500(t *testing.T) {
@@ -132,10 +133,7 @@ func TestLogAndDestroyRunExactlyOncePerPlugin(t *testing.T) {
 			b := plugin(t, api.Needs{MayBlock: api.BlockReceive}, mk(tc.recv))
 			c := plugin(t, api.Needs{}, mk(nil))
 			do(t, mustChain(t, a, b, c), tc.req)
-			deadline := time.Now().Add(2 * time.Second)
-			for destroys.Load() < 3 && time.Now().Before(deadline) {
-				time.Sleep(time.Millisecond)
-			}
+			tb.Poll(2*time.Second, func() bool { return destroys.Load() >= 3 })
 			time.Sleep(10 * time.Millisecond)
 			if logs.Load() != 3 || destroys.Load() != 3 {
 				t.Errorf("log hooks %d, destroy hooks %d, want 3 and 3", logs.Load(), destroys.Load())

@@ -7,6 +7,7 @@ import (
 
 	"github.com/moeproxy/moe/shared/metrics"
 	"github.com/moeproxy/moe/shared/testing/fakeenvoy"
+	"github.com/moeproxy/moe/shared/testing/tb"
 )
 
 const sampleEvery = 10 * time.Millisecond
@@ -14,12 +15,8 @@ const sampleEvery = 10 * time.Millisecond
 // waitFor polls cond for up to d (the sampler and the flusher are asynchronous).
 func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v: %s", d, what)
-		}
-		time.Sleep(sampleEvery / 2)
+	if !tb.Poll(d, cond) {
+		t.Fatalf("after %v: %s", d, what)
 	}
 }
 

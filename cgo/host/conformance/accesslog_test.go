@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/moeproxy/moe/shared/testing/tb"
 )
 
 // The connection manager's access logs (source/extensions/access_loggers, source/common/
@@ -21,9 +23,9 @@ import (
 // them.
 func waitLines(t *testing.T, path string, n int, d time.Duration, parts ...string) []string {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		var got []string
+	var got []string
+	if !tb.Poll(d, func() bool {
+		got = got[:0]
 		if b, err := os.ReadFile(path); err == nil {
 			for _, l := range strings.Split(string(b), "\n") {
 				ok := l != ""
@@ -35,15 +37,12 @@ func waitLines(t *testing.T, path string, n int, d time.Duration, parts ...strin
 				}
 			}
 		}
-		if len(got) >= n || time.Now().After(deadline) {
-			if len(got) < n {
-				b, _ := os.ReadFile(path)
-				t.Fatalf("want %d lines with %q in %s, got %d:\n%s", n, parts, path, len(got), b)
-			}
-			return got
-		}
-		time.Sleep(20 * time.Millisecond)
+		return len(got) >= n
+	}) {
+		b, _ := os.ReadFile(path)
+		t.Fatalf("want %d lines with %q in %s, got %d:\n%s", n, parts, path, len(got), b)
 	}
+	return got
 }
 
 func TestAccessLog(t *testing.T) {
@@ -119,12 +118,8 @@ func TestAccessLog(t *testing.T) {
 		// [%START_TIME%] "%REQ(:METHOD)% %REQ(X-ENVOY-ORIGINAL-PATH?:PATH)% %PROTOCOL%" %RESPONSE_CODE% ...
 		re := regexp.MustCompile(`(?m)^\[\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\] "GET /echo/default HTTP/1\.1" 200 - 0 \d+ \d+ \d+ "-" "ua-default" "` +
 			regexp.QuoteMeta(id) + `" "test\.com" "` + regexp.QuoteMeta(up) + `"$`)
-		deadline := time.Now().Add(5 * time.Second)
-		for !re.MatchString(h.Output()) {
-			if time.Now().After(deadline) {
-				t.Fatalf("no default-format line matching %s in the host's output:\n%s", re, tail(h.Output(), 3000))
-			}
-			time.Sleep(20 * time.Millisecond)
+		if !tb.Poll(5*time.Second, func() bool { return re.MatchString(h.Output()) }) {
+			t.Fatalf("no default-format line matching %s in the host's output:\n%s", re, tail(h.Output(), 3000))
 		}
 	})
 
@@ -150,12 +145,8 @@ func TestAccessLog(t *testing.T) {
 			t.Fatal(err)
 		}
 		// The reopen happens on the flush thread; lines logged meanwhile may land in either file.
-		deadline := time.Now().Add(5 * time.Second)
-		for _, err := os.Stat(textLog); err != nil; _, err = os.Stat(textLog) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s not reopened after SIGUSR1", textLog)
-			}
-			time.Sleep(20 * time.Millisecond)
+		if !tb.Poll(5*time.Second, func() bool { _, err := os.Stat(textLog); return err == nil }) {
+			t.Fatalf("%s not reopened after SIGUSR1", textLog)
 		}
 		h.must(t, req{listener: "main", path: "/echo", headers: hdrs("x-test-id", "alog-after-usr1")})
 		waitLines(t, textLog, 1, 5*time.Second, "alog-after-usr1 type=DownstreamEnd ")
@@ -170,12 +161,8 @@ func TestAccessLog(t *testing.T) {
 		if code, body := h.admin(t, "POST", "/reopen_logs"); code != 200 || body != "OK\n" {
 			t.Fatalf("POST /reopen_logs: %d %q", code, body)
 		}
-		deadline = time.Now().Add(5 * time.Second)
-		for _, err := os.Stat(textLog); err != nil; _, err = os.Stat(textLog) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s not reopened after /reopen_logs", textLog)
-			}
-			time.Sleep(20 * time.Millisecond)
+		if !tb.Poll(5*time.Second, func() bool { _, err := os.Stat(textLog); return err == nil }) {
+			t.Fatalf("%s not reopened after /reopen_logs", textLog)
 		}
 		h.must(t, req{listener: "main", path: "/echo", headers: hdrs("x-test-id", "alog-after-admin")})
 		waitLines(t, textLog, 1, 5*time.Second, "alog-after-admin type=DownstreamEnd ")

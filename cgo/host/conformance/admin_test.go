@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/moeproxy/moe/shared/testing/tb"
 )
 
 // The admin endpoints as Envoy's (source/server/admin): /stats with Envoy's tag extraction on
@@ -274,16 +276,12 @@ func TestAdminLoggingAndHelp(t *testing.T) {
 	if code, body := h.admin(t, "POST", "/logging?golang=debug"); code != 200 || !strings.Contains(body, "  golang: debug\n") || !strings.Contains(body, "  http: info\n") {
 		t.Errorf("POST /logging?golang=debug: %d\n%s", code, body)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		r := h.must(t, req{listener: "main", path: "/echo", headers: hdrs("x-test-basic", "1")})
-		if r.get("test-log-level") == "debug" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("Go's log level is still %q after /logging?golang=debug", r.get("test-log-level"))
-		}
-		time.Sleep(100 * time.Millisecond)
+	level := ""
+	if !tb.Poll(5*time.Second, func() bool {
+		level = h.must(t, req{listener: "main", path: "/echo", headers: hdrs("x-test-basic", "1")}).get("test-log-level")
+		return level == "debug"
+	}) {
+		t.Fatalf("Go's log level is still %q after /logging?golang=debug", level)
 	}
 	// All loggers; several with paths=.
 	if _, body := h.admin(t, "POST", "/logging?level=warning"); !strings.Contains(body, "  golang: warning\n") || !strings.Contains(body, "  upstream: warning\n") {

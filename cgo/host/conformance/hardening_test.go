@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/moeproxy/moe/shared/testing/tb"
 )
 
 // scriptedUpstream is a raw-socket upstream: it reads each request with net/http's parser and
@@ -386,18 +388,14 @@ func TestSignals(t *testing.T) {
 	if r := h.must(t, req{listener: "main", path: "/echo"}); r.status != 200 {
 		t.Errorf("a request after the signals: %d", r.status)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	var hup, usr1 int
+	if !tb.Poll(5*time.Second, func() bool {
 		out := h.Output()
-		hup := strings.Count(out, "caught and eating SIGHUP. See documentation for how to hot restart.")
-		usr1 := strings.Count(out, "caught SIGUSR1. Reopening access logs.")
-		if hup == 2 && usr1 == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("log lines: %d SIGHUP (want 2), %d SIGUSR1 (want 1)", hup, usr1)
-		}
-		time.Sleep(20 * time.Millisecond)
+		hup = strings.Count(out, "caught and eating SIGHUP. See documentation for how to hot restart.")
+		usr1 = strings.Count(out, "caught SIGUSR1. Reopening access logs.")
+		return hup == 2 && usr1 == 1
+	}) {
+		t.Fatalf("log lines: %d SIGHUP (want 2), %d SIGUSR1 (want 1)", hup, usr1)
 	}
 }
 
@@ -574,16 +572,9 @@ func rssBound() int64 {
 // waitCounter polls name until it grew by at least want over before (bounded by d).
 func waitCounter(t *testing.T, h *hostProc, before map[string]int64, name string, want int64, d time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		got := h.stats(t)[name] - before[name]
-		if got >= want {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s grew by %d within %v, want >= %d", name, got, d, want)
-		}
-		time.Sleep(20 * time.Millisecond)
+	var got int64
+	if !tb.Poll(d, func() bool { got = h.stats(t)[name] - before[name]; return got >= want }) {
+		t.Fatalf("%s grew by %d within %v, want >= %d", name, got, d, want)
 	}
 }
 

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/moeproxy/moe/shared/testing/hosttest"
+	"github.com/moeproxy/moe/shared/testing/tb"
 )
 
 type binaries struct {
@@ -284,17 +285,11 @@ func (h *hostProc) events(t testing.TB, id string) []string {
 // waitEvents polls the events of id until cond holds (bounded).
 func (h *hostProc) waitEvents(t testing.TB, id string, d time.Duration, cond func([]string) bool) []string {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		ev := h.events(t, id)
-		if cond(ev) {
-			return ev
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("events of %s: condition not met within %v; have:\n%s", id, d, strings.Join(ev, "\n"))
-		}
-		time.Sleep(20 * time.Millisecond)
+	var ev []string
+	if !tb.Poll(d, func() bool { ev = h.events(t, id); return cond(ev) }) {
+		t.Fatalf("events of %s: condition not met within %v; have:\n%s", id, d, strings.Join(ev, "\n"))
 	}
+	return ev
 }
 
 func hasEvent(ev []string, prefix string) bool {

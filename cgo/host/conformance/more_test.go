@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/moeproxy/moe/shared/testing/tb"
 )
 
 // testHeaderMap checks CopyHeaders/CopyTrailers fidelity: many headers, repeated keys (order
@@ -367,10 +369,7 @@ func testLogging(t *testing.T, e *env) {
 	if r.status != 200 {
 		t.Fatalf("status %d", r.status)
 	}
-	deadline := time.Now().Add(3 * time.Second)
-	for !strings.Contains(h.Output(), "conformance-warn "+marker) && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
+	tb.Poll(3*time.Second, func() bool { return strings.Contains(h.Output(), "conformance-warn "+marker) })
 	out := h.Output()
 	for _, want := range []string{"conformance-info " + marker, "conformance-warn " + marker} {
 		if !strings.Contains(out, want) {

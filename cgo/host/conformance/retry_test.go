@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/moeproxy/moe/shared/testing/tb"
 )
 
 // The router's retries (source/common/router/router.cc, retry_state_impl.cc) behind a golang
@@ -114,24 +116,25 @@ func startRetryHost(t *testing.T) (*hostProc, *flakyUpstream, string) {
 // waitLogLine waits for the access log line of id.
 func waitLogLine(t *testing.T, path, id string) string {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if f, err := os.Open(path); err == nil {
-			sc := bufio.NewScanner(f)
-			for sc.Scan() {
-				if strings.HasPrefix(sc.Text(), id+" ") {
-					f.Close()
-					return sc.Text()
-				}
+	var line string
+	if !tb.Poll(5*time.Second, func() bool {
+		f, err := os.Open(path)
+		if err != nil {
+			return false
+		}
+		defer f.Close()
+		for sc := bufio.NewScanner(f); sc.Scan(); {
+			if strings.HasPrefix(sc.Text(), id+" ") {
+				line = sc.Text()
+				return true
 			}
-			f.Close()
 		}
-		if time.Now().After(deadline) {
-			b, _ := os.ReadFile(path)
-			t.Fatalf("no access log line for %s in %s:\n%s", id, path, b)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return false
+	}) {
+		b, _ := os.ReadFile(path)
+		t.Fatalf("no access log line for %s in %s:\n%s", id, path, b)
 	}
+	return line
 }
 
 // TestRetryFlowControl: the downstream's watermark callbacks belong to the attempt (Envoy's

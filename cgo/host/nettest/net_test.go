@@ -29,6 +29,7 @@ import (
 
 	"github.com/moeproxy/moe/shared/testing/echo"
 	"github.com/moeproxy/moe/shared/testing/hosttest"
+	"github.com/moeproxy/moe/shared/testing/tb"
 )
 
 // ---------------------------------------------------------------------------------------------
@@ -423,12 +424,8 @@ func TestNetwork(t *testing.T) {
 		io.WriteString(c, "GET /delay/5000 HTTP/1.1\r\nHost: h\r\n\r\n")
 		time.Sleep(200 * time.Millisecond)
 		c.Close()
-		deadline := time.Now().Add(3 * time.Second)
-		for up.Abandoned.Load() == before {
-			if time.Now().After(deadline) {
-				t.Fatalf("upstream request not reset after the client went away")
-			}
-			time.Sleep(20 * time.Millisecond)
+		if !tb.Poll(3*time.Second, func() bool { return up.Abandoned.Load() != before }) {
+			t.Fatalf("upstream request not reset after the client went away")
 		}
 	})
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/moeproxy/moe/shared/testing/hosttest"
+	"github.com/moeproxy/moe/shared/testing/tb"
 )
 
 // featureListener is an LDS listener with an access log file and a route table from RDS.
@@ -99,17 +100,10 @@ func TestDynamicResourcesHaveTheStaticFeatures(t *testing.T) {
 		t.Errorf("listener stats of the LDS listener: downstream_rq_completed = %d, want 2", v)
 	}
 
-	deadline := time.Now().Add(5 * time.Second)
 	want := "/ok 200 echo\n/status/503 503 echo\n"
-	for {
-		got, _ := os.ReadFile(logPath)
-		if string(got) == want {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("access log of the LDS listener: %q, want %q", got, want)
-		}
-		time.Sleep(20 * time.Millisecond)
+	var got []byte
+	if !tb.Poll(5*time.Second, func() bool { got, _ = os.ReadFile(logPath); return string(got) == want }) {
+		t.Fatalf("access log of the LDS listener: %q, want %q", got, want)
 	}
 
 	clusters := adminGet(t, h, "/clusters")

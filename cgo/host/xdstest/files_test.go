@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/moeproxy/moe/shared/testing/hosttest"
+	"github.com/moeproxy/moe/shared/testing/tb"
 )
 
 // drainTimeS is the host's --drain-time-s: connections of a replaced listener version are
@@ -263,26 +264,27 @@ func sortedKeys(m map[string]int) []string {
 // it saw it. It fails the test on timeout.
 func waitStat(t *testing.T, h *hosttest.Host, name string, want int64, d time.Duration) time.Time {
 	t.Helper()
-	deadline := time.Now().Add(d)
 	c := &http.Client{Timeout: 2 * time.Second}
-	for {
+	reached := func() bool {
 		resp, err := c.Get(h.AdminURL + "/stats?filter=^" + strings.ReplaceAll(name, ".", `\.`) + "$")
-		if err == nil {
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			for _, line := range strings.Split(string(body), "\n") {
-				if k, v, ok := strings.Cut(line, ": "); ok && k == name {
-					if n, _ := strconv.ParseInt(v, 10, 64); n >= want {
-						return time.Now()
-					}
+		if err != nil {
+			return false
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		for _, line := range strings.Split(string(body), "\n") {
+			if k, v, ok := strings.Cut(line, ": "); ok && k == name {
+				if n, _ := strconv.ParseInt(v, 10, 64); n >= want {
+					return true
 				}
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not reach %d within %v; stats: %v\noutput:\n%s", name, want, d, statsMatching(t, h, name), tail(h.Output()))
-		}
-		time.Sleep(5 * time.Millisecond)
+		return false
 	}
+	if !tb.Poll(d, reached) {
+		t.Fatalf("%s did not reach %d within %v; stats: %v\noutput:\n%s", name, want, d, statsMatching(t, h, name), tail(h.Output()))
+	}
+	return time.Now()
 }
 
 func statsMatching(t *testing.T, h *hosttest.Host, prefix string) map[string]string {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/moeproxy/moe/shared/testing/hosttest"
+	"github.com/moeproxy/moe/shared/testing/tb"
 )
 
 // setup is a host on LDS, RDS and CDS files with route version r1 and listener version l1.
@@ -81,10 +82,7 @@ func TestOldVersionDestroyedAfterItsLastRequest(t *testing.T) {
 		t.Errorf("the request that started on r1: status %d, version %q (want 200, r1)", r.code, r.hdr.Get("x-config-version"))
 	}
 	// r1's per-route config id and its merged id.
-	deadline := time.Now().Add(5 * time.Second)
-	for s.destroyed(t) < before+2 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	tb.Poll(5*time.Second, func() bool { return s.destroyed(t) >= before+2 })
 	if d := s.destroyed(t) - before; d != 2 {
 		t.Errorf("after r1's last request: %d destroy calls, want 2 (its per-route config and the merged id)", d)
 	}
@@ -108,10 +106,7 @@ func TestOldVersionDestroyedAfterItsLastRequest(t *testing.T) {
 		t.Errorf("l1's filter configs destroyed before its connections were gone (%d calls)", d-before2)
 	}
 	// l1's connections close by the end of the drain time; then its two filter configs go.
-	deadline = time.Now().Add((drainTimeS + 3) * time.Second)
-	for s.destroyed(t) < before2+2 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
+	tb.Poll((drainTimeS+3)*time.Second, func() bool { return s.destroyed(t) >= before2+2 })
 	if d := s.destroyed(t) - before2; d != 2 {
 		t.Errorf("after l1's drain: %d destroy calls, want 2 (l1's two golang filter configs); %d since the update", d, s.destroyed(t)-before)
 	}
@@ -230,16 +225,11 @@ func TestClustersAndListenersComeAndGo(t *testing.T) {
 	}
 	s.f.put("lds.yaml", lds("l3", listener("second", port2, "l2b", "[]", s.f.path("rds.yaml"), s.lib)), true)
 	waitStat(t, s.h, "listener_manager.lds.update_success", 3, 10*time.Second)
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	if !tb.Poll(5*time.Second, func() bool {
 		_, err := (&http.Client{Timeout: time.Second, Transport: &http.Transport{}}).Get(s.base + "/")
-		if err != nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the removed listener still accepts")
-		}
-		time.Sleep(20 * time.Millisecond)
+		return err != nil
+	}) {
+		t.Fatalf("the removed listener still accepts")
 	}
 	if v := s.h.Counter(t, "listener_manager.listener_removed"); v != 1 {
 		t.Errorf("listener_removed = %d, want 1", v)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/moeproxy/moe/shared/testing/hosttest"
 	"github.com/moeproxy/moe/shared/testing/redistest"
+	"github.com/moeproxy/moe/shared/testing/tb"
 )
 
 const (
@@ -275,15 +276,12 @@ func TestE2ERedisNoncesAcrossInstances(t *testing.T) {
 	}
 
 	r.Start()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	code := 0
+	if !tb.Poll(10*time.Second, func() bool {
 		resp, _ := hosttest.Do(t, e2eRequest(t, a.URL, "GET", "/orders", "", time.Now(), nonce(), stdList))
-		if resp.StatusCode == 200 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not recovered 10s after Redis restarted: %d", resp.StatusCode)
-		}
-		time.Sleep(50 * time.Millisecond)
+		code = resp.StatusCode
+		return code == 200
+	}) {
+		t.Fatalf("not recovered 10s after Redis restarted: %d", code)
 	}
 }

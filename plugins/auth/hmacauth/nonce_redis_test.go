@@ -14,6 +14,7 @@ import (
 	"github.com/moeproxy/moe/shared/testing/fakeenvoy"
 	"github.com/moeproxy/moe/shared/testing/fakeframework"
 	"github.com/moeproxy/moe/shared/testing/redistest"
+	"github.com/moeproxy/moe/shared/testing/tb"
 )
 
 // redisStore is a nonce_store section for a test Redis, with overrides of
@@ -245,17 +246,12 @@ func TestRedisDownFailsClosedByDefault(t *testing.T) {
 
 	// Redis is back: signed requests pass again, replays are refused again.
 	r.Start()
-	deadline := time.Now().Add(10 * time.Second)
 	var req fakeenvoy.Request
-	for {
+	if !tb.Poll(10*time.Second, func() bool {
 		req = signedAs("alice-1", aliceSecret, "/")
-		if res := run.Do(req); res.Status == 200 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("not recovered 10s after Redis restarted")
-		}
-		time.Sleep(50 * time.Millisecond)
+		return run.Do(req).Status == 200
+	}) {
+		t.Fatal("not recovered 10s after Redis restarted")
 	}
 	send(t, run, req, 401, "replayed request (nonce already used)", 2*time.Second)
 }

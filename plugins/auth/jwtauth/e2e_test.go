@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/moeproxy/moe/shared/testing/hosttest"
+	"github.com/moeproxy/moe/shared/testing/tb"
 )
 
 // Tokens from the comment of envoy/examples/jwt-auth.yaml.
@@ -127,17 +128,12 @@ func TestE2EJWKSDownAtStart(t *testing.T) {
 		t.Fatalf("JWKS down: %d %q", resp.StatusCode, body)
 	}
 	srv.set(jwksJSON(t, map[string]any{"k1": &rsaKey.PublicKey}), 200)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	if !tb.Poll(10*time.Second, func() bool {
 		resp, body = hosttest.Get(t, h.URL+"/", "authorization", "Bearer "+tok)
-		if resp.StatusCode == 200 {
-			resp.Body.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("still %d %q after the JWKS came up", resp.StatusCode, body)
-		}
-		time.Sleep(20 * time.Millisecond)
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	}) {
+		t.Fatalf("still %d %q after the JWKS came up", resp.StatusCode, body)
 	}
 	if h.Counter(t, "moe_jwt_auth_denied_jwks_unavailable") < 1 || h.Counter(t, "moe_jwt_auth_jwks_fetch_ok") < 1 {
 		t.Errorf("stats: %v", h.Stats(t))

@@ -10,6 +10,7 @@ import (
 	"github.com/moeproxy/moe/shared/api"
 	"github.com/moeproxy/moe/shared/testing/fakeenvoy" // Envoy's log API, for go-redis' log lines
 	"github.com/moeproxy/moe/shared/testing/redistest"
+	"github.com/moeproxy/moe/shared/testing/tb"
 )
 
 // checked returns a checked config for addr with changes applied.
@@ -84,12 +85,8 @@ func TestEqualConfigsShareOneClientUntilTheLastRelease(t *testing.T) {
 	if err := ping(b); err == nil {
 		t.Fatal("a client released by all is still open")
 	}
-	deadline := time.Now().Add(2 * time.Second)
-	for r.ConnectedClients() != base && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if n := r.ConnectedClients(); n != base {
-		t.Errorf("%d connections left open after the last release", n-base)
+	if !tb.Poll(2*time.Second, func() bool { return r.ConnectedClients() == base }) {
+		t.Errorf("%d connections left open after the last release", r.ConnectedClients()-base)
 	}
 	// A new Acquire after the last release gets a new, working client.
 	if err := ping(acquire(t, checked(t, r.Addr(), nil))); err != nil {
@@ -169,12 +166,8 @@ func TestServerDownFailsFastAndRecovers(t *testing.T) {
 		t.Error("go-redis' dial errors did not reach Envoy's log")
 	}
 	r.Start()
-	deadline := time.Now().Add(10 * time.Second)
-	for ping(cl) != nil {
-		if time.Now().After(deadline) {
-			t.Fatal("not recovered 10s after the server came back")
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !tb.Poll(10*time.Second, func() bool { return ping(cl) == nil }) {
+		t.Fatal("not recovered 10s after the server came back")
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/moeproxy/moe/plugins/internal/redisclient"
 	"github.com/moeproxy/moe/shared/testing/fakeframework"
+	"github.com/moeproxy/moe/shared/testing/tb"
 )
 
 // Checked only (moectl validate), a config acquires no Redis client: nothing connects, not
@@ -35,11 +36,7 @@ func TestCheckOnlyAcquiresNoRedisClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer real.Destroy()
-	deadline := time.Now().Add(5 * time.Second)
-	for ln.Connections() == 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if ln.Connections() == 0 {
+	if !tb.Poll(5*time.Second, func() bool { return ln.Connections() > 0 }) {
 		t.Error("the real client made no connection: the test proves nothing")
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/moeproxy/moe/shared/testing/hosttest"
+	"github.com/moeproxy/moe/shared/testing/tb"
 )
 
 // End-to-end tests: real HTTP through moe-host running out/libgolang.so, with
@@ -91,16 +92,13 @@ func TestE2ERedisOutageAndRecovery(t *testing.T) {
 		t.Errorf("two requests took %v with Redis down", d)
 	}
 	r.Start()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		code, hdr, _ := hosttest.Fetch(t, c, h.URL+"/special", "x-user", "u")
-		if code == 200 && hdr.Get("X-RateLimit-Remaining") == "99" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not recovered 10s after Redis restarted: %d %v", code, hdr)
-		}
-		time.Sleep(50 * time.Millisecond)
+	var code int
+	var hdr http.Header
+	if !tb.Poll(10*time.Second, func() bool {
+		code, hdr, _ = hosttest.Fetch(t, c, h.URL+"/special", "x-user", "u")
+		return code == 200 && hdr.Get("X-RateLimit-Remaining") == "99"
+	}) {
+		t.Fatalf("not recovered 10s after Redis restarted: %d %v", code, hdr)
 	}
 	if n := h.Counter(t, "moe_limit_count_failure_passed"); n != 1 {
 		t.Errorf("failure_passed %d, want 1", n)

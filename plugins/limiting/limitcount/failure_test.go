@@ -7,23 +7,18 @@ import (
 
 	"github.com/moeproxy/moe/plugins/internal/redisclient"
 	"github.com/moeproxy/moe/shared/testing/fakeenvoy"
+	"github.com/moeproxy/moe/shared/testing/tb"
 )
 
 // waitRecovered polls until a request is counted by Redis again (its quota
 // headers are back), after Redis restarted.
 func waitRecovered(t *testing.T, run *fakeenvoy.Runner) *fakeenvoy.Result {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		res := do(t, run)
-		if hdr(res, "x-ratelimit-limit") != "" {
-			return res
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not recovered 10s after Redis restarted: %d %v", res.Status, res.Headers)
-		}
-		time.Sleep(50 * time.Millisecond)
+	var res *fakeenvoy.Result
+	if !tb.Poll(10*time.Second, func() bool { res = do(t, run); return hdr(res, "x-ratelimit-limit") != "" }) {
+		t.Fatalf("not recovered 10s after Redis restarted: %d %v", res.Status, res.Headers)
 	}
+	return res
 }
 
 func TestRedisDownFailOpenAdmitsAndRecovers(t *testing.T) {
@@ -190,12 +185,8 @@ func TestConfigReloadsDoNotLeakConnections(t *testing.T) {
 	if n := redisclient.Live(); n != clientsBefore {
 		t.Errorf("%d live clients after every version was destroyed", n-clientsBefore)
 	}
-	deadline := time.Now().Add(2 * time.Second)
-	for r.ConnectedClients() != base && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if n := r.ConnectedClients(); n != base {
-		t.Errorf("%d connections left open after Destroy", n-base)
+	if !tb.Poll(2*time.Second, func() bool { return r.ConnectedClients() == base }) {
+		t.Errorf("%d connections left open after Destroy", r.ConnectedClients()-base)
 	}
 }
 
@@ -214,12 +205,7 @@ func TestDroppedConfigWithoutDestroyReleasesItsClient(t *testing.T) {
 		t.Fatal("no client")
 	}
 	run = nil
-	deadline := time.Now().Add(5 * time.Second)
-	for redisclient.Live() != before {
-		if time.Now().After(deadline) {
-			t.Fatal("the client of a dropped config is still open after GC")
-		}
-		goruntime.GC()
-		time.Sleep(10 * time.Millisecond)
+	if !tb.Poll(5*time.Second, func() bool { goruntime.GC(); return redisclient.Live() == before }) {
+		t.Fatal("the client of a dropped config is still open after GC")
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/moeproxy/moe/shared/testing/hosttest"
+	"github.com/moeproxy/moe/shared/testing/tb"
 )
 
 // End-to-end tests: real HTTP through moe-host running out/libgolang.so, to the
@@ -150,12 +151,8 @@ func TestE2ETwoRoutesKeepTheirOwnLimits(t *testing.T) {
 
 func waitCounter(t *testing.T, h *hosttest.Host, name string, min int64) {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Second)
-	for h.Counter(t, name) < min {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s = %d, want >= %d; stats: %v", name, h.Counter(t, name), min, grepStats(h.Stats(t)))
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !tb.Poll(2*time.Second, func() bool { return h.Counter(t, name) >= min }) {
+		t.Fatalf("%s = %d, want >= %d; stats: %v", name, h.Counter(t, name), min, grepStats(h.Stats(t)))
 	}
 }
 
@@ -272,15 +269,8 @@ func TestE2EConcurrencyLimit(t *testing.T) {
 			resp.Body.Close()
 		}
 	}
-	deadline := time.Now().Add(3 * time.Second)
-	for {
-		if h.Counter(t, "moe_sentinel_inflight") == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("inflight = %d after aborted requests", h.Counter(t, "moe_sentinel_inflight"))
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !tb.Poll(3*time.Second, func() bool { return h.Counter(t, "moe_sentinel_inflight") == 0 }) {
+		t.Fatalf("inflight = %d after aborted requests", h.Counter(t, "moe_sentinel_inflight"))
 	}
 	if code, _ := get(t, h.URL+"/"); code != 200 {
 		t.Fatalf("after aborts: %d", code)

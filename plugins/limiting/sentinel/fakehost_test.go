@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/moeproxy/moe/shared/testing/fakeenvoy"
+	"github.com/moeproxy/moe/shared/testing/tb"
 )
 
 // These tests run the plugin inside the real moe filter manager, driven by the
@@ -141,12 +142,8 @@ func TestFakehostRequestDestroyedWhileQueuedIsExited(t *testing.T) {
 	if !res.Destroyed {
 		t.Fatal("stream not destroyed")
 	}
-	deadline := time.Now().Add(3 * time.Second)
-	for passed() < passedBefore+2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the queued request was never admitted (passed %d -> %d)", passedBefore, passed())
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !tb.Poll(3*time.Second, func() bool { return passed() >= passedBefore+2 }) {
+		t.Fatalf("the queued request was never admitted (passed %d -> %d)", passedBefore, passed())
 	}
 	time.Sleep(20 * time.Millisecond)
 	if inflight() != before {

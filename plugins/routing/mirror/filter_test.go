@@ -46,19 +46,16 @@ func newRecorder(t *testing.T) *recorder {
 
 func (r *recorder) wait(t *testing.T, n int) []recorded {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	var got []recorded
+	if !tb.Poll(5*time.Second, func() bool {
 		r.mu.Lock()
-		got := append([]recorded(nil), r.got...)
+		got = append([]recorded(nil), r.got...)
 		r.mu.Unlock()
-		if len(got) >= n || time.Now().After(deadline) {
-			if len(got) < n {
-				t.Fatalf("mirror target got %d requests, want %d", len(got), n)
-			}
-			return got
-		}
-		time.Sleep(5 * time.Millisecond)
+		return len(got) >= n
+	}) {
+		t.Fatalf("mirror target got %d requests, want %d", len(got), n)
 	}
+	return got
 }
 
 func parse(t *testing.T, js string) (*Config, *fakeframework.Env) {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/moeproxy/moe/shared/testing/hosttest"
+	"github.com/moeproxy/moe/shared/testing/tb"
 )
 
 func TestE2EExample(t *testing.T) {
@@ -52,15 +53,13 @@ func TestE2EExample(t *testing.T) {
 	want := []string{"POST /orders -> 402 consumer=bob", "GET /orders -> 426 consumer=bob", "GET /status/503 -> 503 consumer=bob", "GET /orders -> 401 consumer=-"}
 	line := regexp.MustCompile(`\[moe\]\[cel\]\[[^]]+\] rule refused: (.*)`)
 	var got []string
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	tb.Poll(5*time.Second, func() bool {
 		got = got[:0]
 		for _, m := range line.FindAllStringSubmatch(h.Output(), -1) {
 			got = append(got, strings.TrimSpace(m[1]))
 		}
-		if len(got) >= len(want) {
-			break
-		}
-	}
+		return len(got) >= len(want)
+	})
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("log rule lines %q, want %q", got, want)
 	}

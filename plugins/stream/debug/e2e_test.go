@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/moeproxy/moe/shared/testing/hosttest"
+	"github.com/moeproxy/moe/shared/testing/tb"
 )
 
 const exampleSecret = "debug-secret-change-me-2026"
@@ -61,13 +62,14 @@ func TestE2EExample(t *testing.T) {
 	resp, _ = hosttest.Get(t, h.URL+"/slow/10", key...) // fast: not logged
 	resp.Body.Close()
 	var line string
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && line == ""; time.Sleep(20 * time.Millisecond) {
+	tb.Poll(5*time.Second, func() bool {
 		for _, l := range strings.Split(h.Output(), "\n") {
 			if strings.Contains(l, "slow request: ") {
 				line = l
 			}
 		}
-	}
+		return line != ""
+	})
 	// The upstream waits 300ms; a loaded machine may add to it, never take away.
 	m := regexp.MustCompile(`\[moe\]\[debug\]\[[^]]+\] slow request: GET /slow/300 took ([0-9]+)\.[0-9]+ms \(slow_threshold 200ms\), status 200; plugins: moe;dur=[0-9.]+, key-auth;dur=`).FindStringSubmatch(line)
 	if m == nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/moeproxy/moe/shared/testing/echo"
 	"github.com/moeproxy/moe/shared/testing/hosttest"
+	"github.com/moeproxy/moe/shared/testing/tb"
 )
 
 const example = "envoy/examples/fault.yaml"
@@ -126,10 +127,7 @@ func TestE2EDelaysDoNotBlockTheWorker(t *testing.T) {
 		}()
 	}
 	// While they wait: the gauge shows them, and other requests pass at once.
-	deadline := time.Now().Add(2 * time.Second)
-	for h.Counter(t, "moe_fault_active_faults") != delayed && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	tb.Poll(2*time.Second, func() bool { return h.Counter(t, "moe_fault_active_faults") == delayed })
 	if got := h.Counter(t, "moe_fault_active_faults"); got != delayed && time.Since(start) < 300*time.Millisecond {
 		t.Errorf("active_faults = %d while %d requests wait", got, delayed)
 	}
@@ -167,12 +165,8 @@ func TestE2EClientGoneDuringDelay(t *testing.T) {
 		resp.Body.Close()
 		t.Fatalf("answered %d within the delay", resp.StatusCode)
 	}
-	deadline := time.Now().Add(2 * time.Second)
-	for h.Counter(t, "moe_fault_active_faults") != 0 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	if got := h.Counter(t, "moe_fault_active_faults"); got != 0 {
-		t.Fatalf("active_faults = %d after the client left", got)
+	if !tb.Poll(2*time.Second, func() bool { return h.Counter(t, "moe_fault_active_faults") == 0 }) {
+		t.Fatalf("active_faults = %d after the client left", h.Counter(t, "moe_fault_active_faults"))
 	}
 	time.Sleep(400 * time.Millisecond) // past the 300ms delay
 	if n := up.Requests.Load(); n != 0 {

@@ -11,6 +11,7 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
 	"github.com/moeproxy/moe/shared/testing/hosttest"
+	"github.com/moeproxy/moe/shared/testing/tb"
 )
 
 // The documented example through moe-host, with a local OTLP receiver in
@@ -78,12 +79,8 @@ func TestE2EExample(t *testing.T) {
 	}
 	// The access-log line of the first request names its trace and span.
 	want := fmt.Sprintf("%s %s %s 200 GET /orders", validTP[3:35], upTP[36:52], rid)
-	deadline := time.Now().Add(5 * time.Second)
-	for !strings.Contains(h.Output(), want) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no access-log line %q in the output", want)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !tb.Poll(5*time.Second, func() bool { return strings.Contains(h.Output(), want) }) {
+		t.Fatalf("no access-log line %q in the output", want)
 	}
 	if got := h.Counter(t, "moe_trace_traces_continued"); got != 1 {
 		t.Fatalf("traces_continued = %d", got)
@@ -110,12 +107,8 @@ func TestE2ECollectorDown(t *testing.T) {
 	if d := time.Since(start); d > 2*time.Second {
 		t.Fatalf("50 requests took %v with the collector down", d)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for h.Counter(t, "moe_trace_spans_failed") != 50 {
-		if time.Now().After(deadline) {
-			t.Fatalf("spans_failed = %d, want 50", h.Counter(t, "moe_trace_spans_failed"))
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !tb.Poll(5*time.Second, func() bool { return h.Counter(t, "moe_trace_spans_failed") == 50 }) {
+		t.Fatalf("spans_failed = %d, want 50", h.Counter(t, "moe_trace_spans_failed"))
 	}
 	h.Signal(syscall.SIGTERM)
 	if err := h.WaitExit(t, 10*time.Second); err != nil {

@@ -14,6 +14,8 @@ import (
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/moeproxy/moe/shared/testing/tb"
 )
 
 // receiver is a local OTLP/HTTP trace receiver: it decodes what arrives
@@ -87,17 +89,11 @@ func (r *receiver) got() ([]*tracepb.Span, []string) {
 // waitSpans waits until n spans arrived.
 func (r *receiver) waitSpans(t testing.TB, n int) []*tracepb.Span {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		s, _ := r.got()
-		if len(s) >= n {
-			return s
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d spans arrived, want %d", len(s), n)
-		}
-		time.Sleep(20 * time.Millisecond)
+	var s []*tracepb.Span
+	if !tb.Poll(10*time.Second, func() bool { s, _ = r.got(); return len(s) >= n }) {
+		t.Fatalf("%d spans arrived, want %d", len(s), n)
 	}
+	return s
 }
 
 func hexID(b []byte) string { return hex.EncodeToString(b) }

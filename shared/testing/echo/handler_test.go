@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/moeproxy/moe/shared/testing/tb"
 )
 
 func newServer(t *testing.T) *httptest.Server {
@@ -197,11 +199,7 @@ func TestServerCountsAbandonedDelays(t *testing.T) {
 		resp.Body.Close()
 		t.Fatalf("answered before the delay")
 	}
-	deadline := time.Now().Add(3 * time.Second)
-	for s.Abandoned.Load() != 1 {
-		if time.Now().After(deadline) {
-			t.Fatalf("Abandoned = %d, want 1", s.Abandoned.Load())
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !tb.Poll(3*time.Second, func() bool { return s.Abandoned.Load() == 1 }) {
+		t.Fatalf("Abandoned = %d, want 1", s.Abandoned.Load())
 	}
 }

@@ -170,16 +170,25 @@ func (p *Program) TempDir() string {
 	return dir
 }
 
-// Eventually polls cond every 10 ms until it holds, and fails the test after 5 s, naming what
-// it waited for. The one poll loop of the tests that wait for something asynchronous (a
-// mirrored request, a JWKS refresh, a log line, a stream's end).
-func Eventually(t TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+// Poll calls cond every 10 ms until it holds or d has passed, and reports whether it held.
+// The one poll loop of the tests that wait for something asynchronous (a mirrored request, a
+// JWKS refresh, a log line, a stream's end); a caller with a better failure message than
+// Eventually's, or one that only waits before checking, uses it directly.
+func Poll(d time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(d)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+			return false
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+	return true
+}
+
+// Eventually polls cond (Poll) and fails the test after 5 s, naming what it waited for.
+func Eventually(t TB, what string, cond func() bool) {
+	t.Helper()
+	if !Poll(5*time.Second, cond) {
+		t.Fatalf("timed out waiting for %s", what)
 	}
 }

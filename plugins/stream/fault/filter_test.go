@@ -9,6 +9,7 @@ import (
 
 	"github.com/moeproxy/moe/shared/api"
 	"github.com/moeproxy/moe/shared/testing/fakeframework"
+	"github.com/moeproxy/moe/shared/testing/tb"
 )
 
 // within reports whether got is within 5 standard deviations of the
@@ -170,8 +171,8 @@ func TestMaxActiveFaults(t *testing.T) {
 	waiting.Context = cctx
 	done := make(chan struct{})
 	go func() { (*filter)(c).OnReceive(waiting, req, nil, nil); close(done) }()
-	for env.Value("active_faults") != 1 {
-		time.Sleep(time.Millisecond)
+	if !tb.Poll(5*time.Second, func() bool { return env.Value("active_faults") == 1 }) {
+		t.Fatalf("active_faults = %d while the first request waits, want 1", env.Value("active_faults"))
 	}
 	start := time.Now()
 	if _, st := fakeframework.Run(Name, (*filter)(c), req, nil); st != api.Continue || time.Since(start) > time.Second {

@@ -13,6 +13,7 @@ import (
 	"github.com/moeproxy/moe/shared/api"
 	"github.com/moeproxy/moe/shared/config"
 	"github.com/moeproxy/moe/shared/registry"
+	"github.com/moeproxy/moe/shared/testing/tb"
 )
 
 // Check is Parse in check-only mode (Env.Checking: Init runs as for moectl validate, see
@@ -59,11 +60,7 @@ func StartsNoGoroutine(t testing.TB, fn func()) {
 	before := goroutineIDs()
 	n := runtime.NumGoroutine()
 	fn()
-	deadline := time.Now().Add(time.Second)
-	for runtime.NumGoroutine() > n && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if runtime.NumGoroutine() <= n {
+	if tb.Poll(time.Second, func() bool { return runtime.NumGoroutine() <= n }) {
 		return
 	}
 	var fresh []string

@@ -350,24 +350,28 @@ func Start(t tb.TB, tmpl string, vars Vars, opts ...Options) *Host {
 
 	deadline := time.Now().Add(o.StartTimeout)
 	c := &http.Client{Timeout: 2 * time.Second}
-	for {
+	exited := false
+	ready := tb.Poll(o.StartTimeout, func() bool {
 		select {
 		case <-h.exited:
-			h.markStopped()
-			t.Fatalf("moe-host exited at start (%v); bootstrap:\n%s\noutput:\n%s", h.waitErr, h.Config, tail(h.Output(), 8000))
+			exited = true
+			return true
 		default:
 		}
-		if resp, err := c.Get(h.AdminURL + "/ready"); err == nil {
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
+		resp, err := c.Get(h.AdminURL + "/ready")
+		if err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("moe-host not ready on admin /ready after %v; output:\n%s", o.StartTimeout, tail(h.Output(), 8000))
-		}
-		time.Sleep(20 * time.Millisecond)
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	switch {
+	case exited:
+		h.markStopped()
+		t.Fatalf("moe-host exited at start (%v); bootstrap:\n%s\noutput:\n%s", h.waitErr, h.Config, tail(h.Output(), 8000))
+	case !ready:
+		t.Fatalf("moe-host not ready on admin /ready after %v; output:\n%s", o.StartTimeout, tail(h.Output(), 8000))
 	}
 	names := make([]string, 0, len(h.Ports))
 	for name := range h.Ports {
@@ -383,18 +387,13 @@ func Start(t tb.TB, tmpl string, vars Vars, opts ...Options) *Host {
 }
 
 func waitDial(port int, d time.Duration) bool {
-	deadline := time.Now().Add(d)
-	for {
+	return tb.Poll(d, func() bool {
 		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second)
 		if err == nil {
 			c.Close()
-			return true
 		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return err == nil
+	})
 }
 
 // StartExpectFailure runs moe-host on a bootstrap that must be rejected at start and returns

@@ -70,17 +70,15 @@ func StartCluster(t tb.TB) *Server {
 	if _, err := s.Do("CLUSTER", "ADDSLOTSRANGE", "0", "16383"); err != nil {
 		t.Fatalf("CLUSTER ADDSLOTSRANGE: %v", err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		v, err := s.Do("CLUSTER", "INFO")
-		if err == nil && strings.Contains(fmt.Sprint(v), "cluster_state:ok") {
-			return s
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("cluster not ok: %v %v", v, err)
-		}
-		time.Sleep(50 * time.Millisecond)
+	var v any
+	var err error
+	if !tb.Poll(10*time.Second, func() bool {
+		v, err = s.Do("CLUSTER", "INFO")
+		return err == nil && strings.Contains(fmt.Sprint(v), "cluster_state:ok")
+	}) {
+		t.Fatalf("cluster not ok: %v %v", v, err)
 	}
+	return s
 }
 
 // Addr is the server's plain TCP address, "127.0.0.1:<port>".
@@ -110,26 +108,27 @@ func (s *Server) Start() {
 
 	c := s.admin()
 	defer c.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	var err error
+	exited := false
+	answered := tb.Poll(10*time.Second, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-		err := c.Ping(ctx).Err()
+		defer cancel()
+		err = c.Ping(ctx).Err()
 		if err != nil && strings.Contains(err.Error(), "NOAUTH") {
 			err = nil // up, with a password
 		}
-		cancel()
-		if err == nil {
-			return
-		}
 		select {
 		case <-done:
-			s.t.Fatalf("redis-server exited at start: %s", s.out.String())
+			exited = err != nil
 		default:
 		}
-		if time.Now().After(deadline) {
-			s.t.Fatalf("redis-server not answering PING on %s: %v\n%s", s.Addr(), err, s.out.String())
-		}
-		time.Sleep(20 * time.Millisecond)
+		return err == nil || exited
+	})
+	switch {
+	case exited:
+		s.t.Fatalf("redis-server exited at start: %s", s.out.String())
+	case !answered:
+		s.t.Fatalf("redis-server not answering PING on %s: %v\n%s", s.Addr(), err, s.out.String())
 	}
 }
 

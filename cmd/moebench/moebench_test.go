@@ -191,7 +191,9 @@ func TestSummarizeAndMarkdown(t *testing.T) {
 			},
 			Errors: []string{"wrk 1: boom"}},
 	}
-	rs[2].Callgrind[1].HeapGoalBytes, rs[2].Callgrind[1].GoSysBytes = 4194304, 13474056 // the last run's
+	// The report shows the last run's memory, not the first's.
+	rs[2].Callgrind[0].HeapGoalBytes, rs[2].Callgrind[0].GoSysBytes = 8388608, 22124808
+	rs[2].Callgrind[1].HeapGoalBytes, rs[2].Callgrind[1].GoSysBytes = 4194304, 13474056
 	summarize(rs)
 	b0, b1, b3 := rs[0].Summary, rs[1].Summary, rs[2].Summary
 	if !near(b0.InstrPerRequest, 101e3) || !near(b0.InstrSpread, 2e3/101e3) || !near(b0.CPUPerReqUs, 21) || !near(b0.RPS, 950) {

@@ -8,8 +8,9 @@ import (
 	"time"
 )
 
-// Runtime gauges: the Go side of the process, so that users and tests can see goroutines and
-// heap return to their idle values after load (a leak shows as a gauge that stays up).
+// Runtime metrics: the Go side of the process, so that users and tests can see goroutines and
+// heap return to their idle values after load (a leak shows as a gauge that stays up), and
+// what the GC costs.
 //
 //	moe_runtime_goroutines       goroutines (runtime.NumGoroutine)
 //	moe_runtime_heap_bytes       heap object bytes: live ones and dead ones not yet swept
@@ -29,9 +30,10 @@ import (
 //     path) or a config load (Bind) wakes it; it then samples every second
 //     (MOE_RUNTIME_SAMPLE_INTERVAL);
 //   - after the last request it keeps sampling for a trailing period, until runtimeSettle
-//     samples in a row found the values unchanged (goroutines equal, heap within 1%) — what
-//     finishes shortly after the load (streams destroyed, goroutines returning, idle
-//     connections closed) is seen — or for runtimeMaxTrail at most; then it parks.
+//     samples in a row found the values unchanged (goroutines and GC cycles equal, heap
+//     within 1%) — what finishes shortly after the load (streams destroyed, goroutines
+//     returning, idle connections closed) is seen — or for runtimeMaxTrail at most; then it
+//     parks.
 //
 // So at rest the gauges hold the settled idle values. Something that changes later without any
 // request (an idle connection closed by a timeout minutes afterwards) shows at the next
@@ -98,7 +100,8 @@ type runtimeSample struct {
 	goroutines, heap, live, sys, goal, gcCycles uint64
 }
 
-// settled: no change worth another look (goroutines exact, heap within 1%).
+// settled: no change worth another look (goroutines, live heap and GC cycles exact, heap and
+// memory within 1%).
 func (s runtimeSample) settled(prev runtimeSample) bool {
 	near := func(a, b uint64) bool {
 		d := a - b

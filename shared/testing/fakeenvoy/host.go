@@ -75,7 +75,9 @@ func MarkLogs() LogMark {
 	return LogMark(logs.total)
 }
 
-// LogsSince returns the lines logged after m that contain substr.
+// LogsSince returns the lines logged after m that contain substr. The log keeps the latest
+// 5000 to 10000 lines, so a test that logs more than 5000 after its mark may miss the first
+// of them.
 func LogsSince(m LogMark, substr string) []string {
 	logs.mu.Lock()
 	defer logs.mu.Unlock()

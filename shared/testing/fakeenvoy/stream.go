@@ -398,11 +398,12 @@ func (st *stream) pass(sd *fside, chunks []string, trailers [][2]string) ([]byte
 	}
 	var body []byte
 	buffered := s == envoy.StopAndBuffer || s == envoy.StopAndBufferWatermark
-	if buffered && !hasBody && hasTrailers {
+	switch {
+	case buffered && !hasBody && hasTrailers:
 		// Nothing was buffered: Envoy hands the trailers over without a data
 		// call (Filter::doTrailer, WaitingAllData with an empty buffer,
 		// contrib/golang/filters/http/source/golang_filter.cc).
-	} else if buffered {
+	case buffered:
 		buf := newBuf(st, sd, []byte(strings.Join(chunks, "")))
 		s, ok = step(d.phD, func() envoy.StatusType { return d.data(buf, !hasTrailers) })
 		if !ok {
@@ -412,7 +413,7 @@ func (st *stream) pass(sd *fside, chunks []string, trailers [][2]string) ([]byte
 		if !(hasTrailers && s == envoy.StopNoBuffer) {
 			body = append(body, buf.snapshot()...)
 		}
-	} else {
+	default:
 		st.mu.Lock()
 		sd.headersHeld = false
 		st.mu.Unlock()

@@ -29,8 +29,10 @@ type HeaderMap interface {
 	Add(key, value string) error
 	// Del removes key.
 	Del(key string) error
-	// Range calls f for every key/value pair until f returns false. f may call
-	// other methods of the map (Range iterates over a snapshot).
+	// Range calls f for every key/value pair until f returns false, in the
+	// order Envoy has them (changes not yet sent to Envoy last, in the order
+	// first made). f may call other methods of the map (Range iterates over a
+	// snapshot).
 	Range(f func(key, value string) bool)
 	// Len is the number of distinct keys.
 	Len() int

@@ -27,9 +27,12 @@ import (
 // out/libmoe-e2e.so (built fresh by hosttest), in front of the echo upstream.
 type host struct {
 	*hosttest.Host
-	port, solo int
-	client     *http.Client
+	port, solo, order int
+	client            *http.Client
 }
+
+// listeners are the e2e bootstrap's listeners besides the main one.
+var listeners = []string{"solo", "order"}
 
 func startHost(t testing.TB, panicAsync bool) *host {
 	t.Helper()
@@ -43,8 +46,8 @@ func startHost(t testing.TB, panicAsync bool) *host {
 	}
 	up := echo.Start(t, "backend")
 	h := hosttest.Start(t, string(tmpl), hosttest.Vars{"Backend": up.Port, "PanicAsync": panicAsync},
-		hosttest.Options{Library: "libmoe-e2e.so", Listeners: []string{"solo"}, LogLevel: level})
-	return &host{Host: h, port: h.Port, solo: h.Ports["solo"], client: &http.Client{Timeout: 10 * time.Second}}
+		hosttest.Options{Library: "libmoe-e2e.so", Listeners: listeners, LogLevel: level})
+	return &host{Host: h, port: h.Port, solo: h.Ports["solo"], order: h.Ports["order"], client: &http.Client{Timeout: 10 * time.Second}}
 }
 
 func tail(s string) string {
@@ -264,17 +267,17 @@ func TestE2EPluginAsItsOwnFilterWithRouteConfig(t *testing.T) {
 	}
 }
 
-func TestE2EWholeBodyWithTrailers(t *testing.T) {
-	h := startHost(t, false)
-	c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", h.port))
+// raw sends one request written by hand (header order and repetition as
+// given) to port and returns the response; the body is read whole.
+func (h *host) raw(t testing.TB, port int, request string) response {
+	t.Helper()
+	c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(5 * time.Second))
-	raw := "POST /trailers HTTP/1.1\r\nHost: test.com\r\nTransfer-Encoding: chunked\r\nTrailer: x-checksum\r\n\r\n" +
-		"3\r\nabc\r\n3\r\ndef\r\n0\r\nx-checksum: 42\r\n\r\n"
-	if _, err := c.Write([]byte(raw)); err != nil {
+	if _, err := c.Write([]byte(request)); err != nil {
 		t.Fatal(err)
 	}
 	r, err := http.ReadResponse(bufio.NewReader(c), nil)
@@ -283,12 +286,68 @@ func TestE2EWholeBodyWithTrailers(t *testing.T) {
 	}
 	defer r.Body.Close()
 	b, _ := io.ReadAll(r.Body)
-	var e echo.Echoed
-	if err := json.Unmarshal(b, &e); err != nil {
-		t.Fatalf("status %d: not an echo upstream answer: %q", r.StatusCode, b)
+	return response{status: r.StatusCode, header: r.Header, body: string(b)}
+}
+
+func TestE2EWholeBodyWithTrailers(t *testing.T) {
+	h := startHost(t, false)
+	r := h.raw(t, h.port, "POST /trailers HTTP/1.1\r\nHost: test.com\r\nTransfer-Encoding: chunked\r\nTrailer: x-checksum\r\n\r\n"+
+		"3\r\nabc\r\n3\r\ndef\r\n0\r\nx-checksum: 42\r\n\r\n")
+	e := r.up(t)
+	if r.status != 200 || e.Body != "ABCDEF" || e.Trailer("x-checksum") != "42" || e.Header("x-e2e-body-len") != "6" {
+		t.Errorf("status %d body %q trailer %q len %q", r.status, e.Body, e.Trailer("x-checksum"), e.Header("x-e2e-body-len"))
 	}
-	if r.StatusCode != 200 || e.Body != "ABCDEF" || e.Trailer("x-checksum") != "42" || e.Header("x-e2e-body-len") != "6" {
-		t.Errorf("status %d body %q trailer %q len %q", r.StatusCode, e.Body, e.Trailer("x-checksum"), e.Header("x-e2e-body-len"))
+}
+
+// moe reads request headers from one copy per phase (cgo/envoyabi) and, once
+// its writes reached the host, from that copy with the writes applied as
+// Envoy applies them, not from a new copy. Both must be what the host's map
+// is: in the host's order, repeated headers where they are, a changed header
+// moved last (Envoy's setCopy), a deleted one gone. e2e-order-check compares
+// moe's view with a fresh copy in a later golang filter (testplugins/order.go).
+func TestE2EHeaderCopyFollowsTheHostsMap(t *testing.T) {
+	h := startHost(t, false)
+	r := h.raw(t, h.order, "GET /order HTTP/1.1\r\nHost: test.com\r\nx-first: 1\r\nx-multi: a\r\n"+
+		"x-gone: 1\r\nx-multi: b\r\nx-last: 1\r\nConnection: close\r\n\r\n")
+	if r.status != 200 {
+		t.Fatalf("status %d: %s", r.status, r.body)
+	}
+	e := r.up(t)
+	// Only the test's own headers: the host adds others (x-forwarded-proto, ...).
+	own := func(entries string) string {
+		var out []string
+		for _, kv := range strings.Split(entries, ";") {
+			switch k, _, _ := strings.Cut(kv, "="); k {
+			case "x-first", "x-multi", "x-gone", "x-last", "x-new":
+				out = append(out, kv)
+			}
+		}
+		return strings.Join(out, ";")
+	}
+	if got, want := own(e.Header("x-e2e-first")), "x-first=1;x-multi=a;x-gone=1;x-multi=b;x-last=1"; got != want {
+		t.Errorf("first copy in the order %q, want the wire's %q", got, want)
+	}
+	if got, want := own(e.Header("x-e2e-view")), "x-last=1;x-first=changed;x-multi=a;x-multi=b;x-multi=c;x-new=n"; got != want {
+		t.Errorf("copy after the writes %q, want %q", got, want)
+	}
+	if e.Header("x-first") != "changed" || e.Header("x-gone") != "" || strings.Join(e.Headers["x-multi"], ",") != "a,b,c" || e.Header("x-new") != "n" {
+		t.Errorf("upstream got x-first %q x-gone %q x-multi %q x-new %q", e.Header("x-first"), e.Header("x-gone"), e.Headers["x-multi"], e.Header("x-new"))
+	}
+	// Trailers go the same way (their own C calls).
+	r = h.raw(t, h.order, "POST /order HTTP/1.1\r\nHost: test.com\r\nx-multi: a\r\nx-multi: b\r\nTransfer-Encoding: chunked\r\n\r\n"+
+		"3\r\nabc\r\n0\r\nx-checksum: 42\r\nx-multi: a\r\nx-drop: 1\r\nx-multi: b\r\n\r\n")
+	if r.status != 200 {
+		t.Fatalf("with trailers: status %d: %s", r.status, r.body)
+	}
+	e = r.up(t)
+	if got, want := e.Trailer("x-e2e-trailers"), "x-checksum=42;x-multi=a;x-drop=1;x-multi=b"; got != want {
+		t.Errorf("trailers read in the order %q, want the wire's %q", got, want)
+	}
+	if e.Trailer("x-checksum") != "changed" || e.Trailer("x-drop") != "" || strings.Join(e.Trailers["x-multi"], ",") != "a,b,c" || e.Body != "abc" {
+		t.Errorf("upstream got trailers %v, body %q", e.Trailers, e.Body)
+	}
+	if strings.Contains(h.Output(), "header maps go through the Envoy Go SDK") {
+		t.Errorf("moe fell back to the SDK's header maps:\n%s", tail(h.Output()))
 	}
 }
 

@@ -25,7 +25,7 @@ func TestE2ERuntimeGaugesReturnToIdleAfterTheLoad(t *testing.T) {
 	}
 	up := echo.Start(t, "backend")
 	h := hosttest.Start(t, string(tmpl), hosttest.Vars{"Backend": up.Port, "PanicAsync": false},
-		hosttest.Options{Library: "libmoe-e2e.so", Listeners: []string{"solo"},
+		hosttest.Options{Library: "libmoe-e2e.so", Listeners: listeners,
 			Env: []string{metrics.RuntimeSampleIntervalEnv + "=" + gaugeSampleEvery.String()}})
 	c := &http.Client{Timeout: 10 * time.Second}
 	const n = 40

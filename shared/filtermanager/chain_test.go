@@ -312,3 +312,67 @@ func TestHeaderValuesAreStableViews(t *testing.T) {
 		held.Values("x-b")
 	}()
 }
+
+// Once writes reached Envoy mid-phase (leaving the BeforeRoute group), later
+// reads come from the copy with the writes applied: a slice handed out before
+// keeps what it said, and every read sees the new values.
+func TestReadsAfterAFlushSeeTheWritesAndOldSlicesStay(t *testing.T) {
+	var before []string
+	var errs []string
+	br := plugin(t, api.Needs{Phase: api.BeforeRoute}, recvF{func(_ api.Context, h api.RequestHeaderMap, _ api.Buffer, _ api.HeaderMap) api.Status {
+		before = h.Values("x-b")
+		h.Set("x-b", "9") // x-b moves last, the entries after it move up
+		h.Del("x-a")
+		h.Set("x-c", "new")
+		return api.Continue
+	}})
+	ar := plugin(t, api.Needs{}, recvF{func(_ api.Context, h api.RequestHeaderMap, _ api.Buffer, _ api.HeaderMap) api.Status {
+		if got := strings.Join(before, ","); got != "1" {
+			errs = append(errs, "a slice from before the flush now says "+got)
+		}
+		if got := strings.Join(h.Values("x-b"), ","); got != "9" {
+			errs = append(errs, "x-b after the flush: "+got)
+		}
+		if _, ok := h.Get("x-a"); ok {
+			errs = append(errs, "x-a still readable")
+		}
+		seen := map[string][]string{}
+		h.Range(func(k, v string) bool { seen[k] = append(seen[k], v); return true })
+		if strings.Join(seen["x-b"], ",") != "9" || strings.Join(seen["x-c"], ",") != "new" || seen["x-a"] != nil {
+			errs = append(errs, fmt.Sprintf("Range after the flush: %v", seen))
+		}
+		if n := h.Len(); n != 7 { // 4 pseudo-headers, x-b, x-c, x-z
+			errs = append(errs, fmt.Sprintf("Len %d", n))
+		}
+		return api.Continue
+	}})
+	res := do(t, mustChain(t, br, ar), fakeenvoy.Request{Headers: [][2]string{{"x-a", "1"}, {"x-b", "1"}, {"x-z", "z"}}})
+	for _, e := range errs {
+		t.Error(e)
+	}
+	if res.RouteClears != 1 || strings.Join(res.Upstream.Headers["x-b"], ",") != "9" {
+		t.Errorf("route clears %d, upstream x-b %q", res.RouteClears, res.Upstream.Headers["x-b"])
+	}
+}
+
+// The copy of one request's headers is recycled with its state when the
+// request ends: the next request reads its own.
+func TestEachRequestReadsItsOwnHeaders(t *testing.T) {
+	var got []string
+	name := plugin(t, api.Needs{}, recvF{func(_ api.Context, h api.RequestHeaderMap, _ api.Buffer, _ api.HeaderMap) api.Status {
+		v, _ := h.Get("x-id")
+		got = append(got, v)
+		h.Set("x-seen", v)
+		return api.Continue
+	}})
+	cfg := mustChain(t, name)
+	for i := range 4 {
+		res := do(t, cfg, fakeenvoy.Request{Headers: [][2]string{{"x-id", fmt.Sprint(i)}}})
+		if up := res.Upstream.Headers["x-seen"]; len(up) != 1 || up[0] != fmt.Sprint(i) {
+			t.Errorf("request %d: upstream x-seen %q", i, up)
+		}
+	}
+	if strings.Join(got, ",") != "0,1,2,3" {
+		t.Errorf("plugin read x-id %q", got)
+	}
+}

@@ -172,6 +172,12 @@ func (s *stream) OnDestroy(envoy.DestroyReason) {
 	runLogs := !s.logged && len(ch.logs) > 0
 	s.logged = true
 	slots := s.slots
+	// No header map can be read from now on (destroyed): their copies and
+	// pending writes go back to the pool.
+	s.dec.headers.releaseLocked()
+	s.dec.trailers.releaseLocked()
+	s.enc.headers.releaseLocked()
+	s.enc.trailers.releaseLocked()
 	s.mu.Unlock()
 	if runLogs {
 		s.runLogs(false, false)

@@ -210,7 +210,10 @@ func (s *stream) preloadLocked(d *side) {
 	if !d.decode || d.headers.env == nil || !s.ch.Load().readsRequestLater {
 		return
 	}
-	d.headers.env.Get(":path")
+	// A copy Envoy refuses leaves the later reads to fail with a *StreamError;
+	// a panic here would leave the stream locked.
+	defer func() { _ = recover() }()
+	d.headers.loadLocked("copy")
 }
 
 var closedChan = func() chan struct{} {
@@ -231,15 +234,29 @@ func (s *stream) requestID() string {
 	if s.reqID != "" {
 		return s.reqID
 	}
-	h := &s.dec.headers
-	if h.env != nil && !s.destroyed && s.ownedLocked() {
-		if v, ok := h.env.Get("x-request-id"); ok && v != "" {
-			s.reqID = v
-			return v
-		}
+	if v := s.headerRequestIDLocked(); v != "" {
+		s.reqID = v
+		return v
 	}
 	s.reqID = "moe-" + strconv.FormatUint(reqSeq.Add(1), 36)
 	return s.reqID
+}
+
+// headerRequestIDLocked is x-request-id when the request headers can be read.
+// Log lines are tagged with it, also from panic handlers: a failed read is no
+// id, never a panic.
+func (s *stream) headerRequestIDLocked() (id string) {
+	h := &s.dec.headers
+	if h.env == nil || s.destroyed || !s.ownedLocked() {
+		return ""
+	}
+	defer func() {
+		if recover() != nil {
+			id = ""
+		}
+	}()
+	id, _ = h.firstLocked("x-request-id")
+	return id
 }
 
 func (s *stream) doneChan() <-chan struct{} {

@@ -1,0 +1,114 @@
+package testplugins
+
+import (
+	"strings"
+
+	"github.com/moeproxy/moe/shared/api"
+	"github.com/moeproxy/moe/shared/registry"
+)
+
+// Three plugins that check moe's copy of the request headers against the
+// host's own map (TestE2EHeaderCopyFollowsTheHostsMap):
+//   - e2e-order-write (BeforeRoute) records the headers as it first sees them
+//     (state e2e.order.first), then changes some; leaving the BeforeRoute
+//     group sends the changes to the host;
+//   - e2e-order-view records the headers as moe's copy says they are now
+//     (state e2e.order.view): the host was not asked again;
+//   - e2e-order-check, in a golang filter of its own after moe's, gets a
+//     fresh copy from the host and answers 500 naming both when the host's
+//     map differs from the view, else lets the request through with both
+//     views as request headers for the test to read upstream.
+
+// entries renders h as "k=v;k=v" in the order Range gives.
+func entries(h api.HeaderMap) string {
+	var b strings.Builder
+	h.Range(func(k, v string) bool {
+		if b.Len() > 0 {
+			b.WriteByte(';')
+		}
+		b.WriteString(k + "=" + v)
+		return true
+	})
+	return b.String()
+}
+
+type orderWrite struct{}
+
+func (orderWrite) OnReceive(ctx api.Context, h api.RequestHeaderMap, _ api.Buffer, _ api.HeaderMap) api.Status {
+	ctx.SetState("e2e.order.first", entries(h))
+	if multi := h.Values("x-multi"); strings.Join(multi, ",") != "a,b" {
+		return ctx.Reply(500, "x-multi values "+strings.Join(multi, ","), nil)
+	}
+	_ = h.Set("x-first", "changed") // an existing header: Envoy moves it last
+	_ = h.Del("x-gone")
+	_ = h.Add("x-multi", "c")
+	_ = h.Set("x-new", "n")
+	return api.Continue
+}
+
+type orderView struct{}
+
+func (orderView) OnReceive(ctx api.Context, h api.RequestHeaderMap, _ api.Buffer, _ api.HeaderMap) api.Status {
+	ctx.SetState("e2e.order.view", entries(h))
+	return api.Continue
+}
+
+type orderCheck struct{}
+
+func (orderCheck) OnReceive(ctx api.Context, h api.RequestHeaderMap, _ api.Buffer, _ api.HeaderMap) api.Status {
+	first, _ := ctx.GetState("e2e.order.first")
+	view, _ := ctx.GetState("e2e.order.view")
+	host := entries(h)
+	if view != host {
+		return ctx.Reply(500, "moe's copy: "+view.(string)+"\nthe host's map: "+host+"\n", nil)
+	}
+	_ = h.Set("x-e2e-first", first.(string))
+	_ = h.Set("x-e2e-view", view.(string))
+	return api.Continue
+}
+
+func init() {
+	registry.Register(registry.Plugin{
+		Name:        "e2e-order-write",
+		Description: "e2e: records the request headers' order, then changes some",
+		Factory:     func(any) api.Filter { return orderWrite{} },
+		Needs:       api.Needs{Phase: api.BeforeRoute},
+	})
+	registry.Register(registry.Plugin{
+		Name:        "e2e-order-view",
+		Description: "e2e: records the request headers as moe's copy has them",
+		Factory:     func(any) api.Filter { return orderView{} },
+	})
+	registry.Register(registry.Plugin{
+		Name:        "e2e-order-trailers",
+		Description: "e2e: records the request trailers' order, then changes some",
+		Factory:     func(any) api.Filter { return orderTrailers{} },
+		Needs:       api.Needs{RequestBody: api.StreamingBody},
+	})
+	registry.Register(registry.Plugin{
+		Name:        "e2e-order-check",
+		Description: "e2e: compares the host's request headers with the recorded view",
+		Factory:     func(any) api.Filter { return orderCheck{} },
+	})
+}
+
+// orderTrailers does with the request trailers what e2e-order-write does with
+// the headers, on the empty last chunk that comes with them: it records them
+// (trailer x-e2e-trailers) and changes some.
+type orderTrailers struct{}
+
+func (orderTrailers) OnReceiveData(ctx api.Context, _ api.Buffer, end bool) api.Status {
+	t := ctx.Receiver().GetRequestTrailers()
+	if !end || t == nil {
+		return api.Continue
+	}
+	seen := entries(t)
+	if multi := t.Values("x-multi"); strings.Join(multi, ",") != "a,b" {
+		return ctx.Reply(500, "x-multi trailer values "+strings.Join(multi, ","), nil)
+	}
+	_ = t.Set("x-checksum", "changed")
+	_ = t.Del("x-drop")
+	_ = t.Add("x-multi", "c")
+	_ = t.Set("x-e2e-trailers", seen)
+	return api.Continue
+}

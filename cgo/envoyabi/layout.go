@@ -28,6 +28,12 @@ import (
 //	}
 //	type requestHeaderMapImpl struct{ requestOrResponseHeaderMapImpl{ headerMapImpl } }
 //	(and responseHeaderMapImpl, requestTrailerMapImpl, responseTrailerMapImpl alike)
+//	type httpRequest struct {
+//		req   *C.httpRequest
+//		...
+//		mutex sync.Mutex
+//		...
+//	}
 //
 // Nothing is assumed about offsets: they are looked up by field name and type
 // with reflect, once per type, and a type that does not have these fields is
@@ -43,13 +49,15 @@ var mapTypes = map[string]bool{
 	"responseTrailerMapImpl": true,
 }
 
-// layout is where one SDK map type keeps its state and counts.
+// layout is where one SDK type keeps what this package reads: a map type its
+// state and counts, the request type its C request and mutex.
 type layout struct {
 	typ               reflect.Type
 	state, num, bytes uintptr // offsets in the map object
 	cstate            uintptr // offset of the C processState* in the SDK's processState
 	trailers          bool
-	err               error // not the expected layout: use the map's methods
+	req, mu           uintptr // offsets in the request object
+	err               error   // not the expected layout: use the object's methods
 }
 
 // layouts caches the verdict for the few map types a process sees (the SDK's
@@ -68,7 +76,12 @@ func layoutOf(t reflect.Type) *layout {
 			return l
 		}
 	}
-	l := inspect(t, sdkPkg)
+	var l *layout
+	if t.Kind() == reflect.Pointer && t.Elem().Name() == "httpRequest" {
+		l = inspectRequest(t, sdkPkg)
+	} else {
+		l = inspect(t, sdkPkg)
+	}
 	layouts.mu.Lock()
 	defer layouts.mu.Unlock()
 	if n := int(layouts.n.Load()); n < len(layouts.known) {
@@ -121,7 +134,7 @@ func inspect(t reflect.Type, pkg string) *layout {
 	if err != nil {
 		return fail(err)
 	}
-	if cs.Type.Elem().Kind() != reflect.Struct || !strings.HasPrefix(cs.Type.Elem().Name(), "_Ctype_") {
+	if !isCType(cs.Type.Elem()) {
 		return fail(fmt.Errorf("processState.processState is %s, not *C.processState", cs.Type))
 	}
 	num, err := field(s, "headerNum", reflect.Uint64)
@@ -134,6 +147,37 @@ func inspect(t reflect.Type, pkg string) *layout {
 	}
 	l.state, l.num, l.bytes, l.cstate = base+st.Offset, base+num.Offset, base+bytes.Offset, cs.Offset
 	return l
+}
+
+// inspectRequest finds the layout of t, the request type of package pkg.
+func inspectRequest(t reflect.Type, pkg string) *layout {
+	l := &layout{typ: t}
+	if t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct || t.Elem().PkgPath() != pkg || t.Elem().Name() != "httpRequest" {
+		l.err = errNotSDK
+		return l
+	}
+	s := t.Elem()
+	req, err := field(s, "req", reflect.Pointer)
+	if err == nil && !isCType(req.Type.Elem()) {
+		err = fmt.Errorf("httpRequest.req is %s, not *C.httpRequest", req.Type)
+	}
+	var mu reflect.StructField
+	if err == nil {
+		if mu, err = field(s, "mutex", reflect.Struct); err == nil && mu.Type != reflect.TypeFor[sync.Mutex]() {
+			err = fmt.Errorf("httpRequest.mutex is %s, not sync.Mutex", mu.Type)
+		}
+	}
+	if err != nil {
+		l.err = fmt.Errorf("envoyabi: %s: %w (moe was written against the v1.39.0 SDK)", t, err)
+		return l
+	}
+	l.req, l.mu = req.Offset, mu.Offset
+	return l
+}
+
+// isCType reports whether t is a type cgo made for a C type.
+func isCType(t reflect.Type) bool {
+	return t.Kind() == reflect.Struct && strings.HasPrefix(t.Name(), "_Ctype_")
 }
 
 // field returns s's field name, which must be of kind k.
@@ -178,4 +222,25 @@ func (l *layout) headers(obj unsafe.Pointer) (Headers, error) {
 		bytes:    *(*uint64)(unsafe.Add(obj, l.bytes)),
 		trailers: l.trailers,
 	}, nil
+}
+
+// RequestOf returns the C view of cb when cb is the SDK's request object (the
+// callbacks the SDK hands the filter factory). The zero Request (and no
+// error) means cb is something else, such as a test fake; an error means cb is
+// the SDK's but not laid out as this package expects.
+func RequestOf(cb envoy.FilterCallbackHandler) (Request, error) {
+	if cb == nil {
+		return Request{}, nil
+	}
+	l := layoutOf(reflect.TypeOf(cb))
+	if l.err != nil {
+		if l.err == errNotSDK {
+			return Request{}, nil
+		}
+		return Request{}, l.err
+	}
+	if requestLayout.Load() != l {
+		requestLayout.Store(l)
+	}
+	return Request{obj: reflect.ValueOf(cb).UnsafePointer()}, nil
 }

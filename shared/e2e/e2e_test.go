@@ -346,7 +346,7 @@ func TestE2EHeaderCopyFollowsTheHostsMap(t *testing.T) {
 	if e.Trailer("x-checksum") != "changed" || e.Trailer("x-drop") != "" || strings.Join(e.Trailers["x-multi"], ",") != "a,b,c" || e.Body != "abc" {
 		t.Errorf("upstream got trailers %v, body %q", e.Trailers, e.Body)
 	}
-	if strings.Contains(h.Output(), "header maps go through the Envoy Go SDK") {
+	if strings.Contains(h.Output(), "using the Envoy Go SDK's methods, not its state") {
 		t.Errorf("moe fell back to the SDK's header maps:\n%s", tail(h.Output()))
 	}
 }

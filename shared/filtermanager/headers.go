@@ -149,8 +149,15 @@ func (h *headerMap) attach(env envoy.HeaderMap, writable bool) {
 	}
 }
 
-// layoutWarning logs once that the SDK's maps are used through their methods.
+// layoutWarning logs once that the SDK's objects are used through their
+// methods. (Global: the SDK's layout is the process's.)
 var layoutWarning sync.Once
+
+func warnLayout(err error) {
+	layoutWarning.Do(func() {
+		log.Printf(envoy.Warn, "", "", "using the Envoy Go SDK's methods, not its state at the C ABI (slower): %v", err)
+	})
+}
 
 // loadLocked copies Envoy's map into pairs, once per attached map. It must
 // run before the first write to that map (envoyabi.Headers.Copy).
@@ -161,9 +168,7 @@ func (h *headerMap) loadLocked(op string) *headerState {
 	}
 	abi, err := envoyabi.HeadersOf(h.env)
 	if err != nil {
-		layoutWarning.Do(func() {
-			log.Printf(envoy.Warn, "", "", "header maps go through the Envoy Go SDK's methods (slower): %v", err)
-		})
+		warnLayout(err)
 	}
 	st.abi = abi
 	if abi.Valid() {
@@ -174,13 +179,30 @@ func (h *headerMap) loadLocked(op string) *headerState {
 		st.pairs = pairs
 		return st
 	}
-	pairs := make([]string, 0, 32)
+	// Two allocations, as the C copy makes (the pairs, and here the callback
+	// in place of the C copy's buffer).
+	st.pairs = make([]string, 0, 16)
 	h.env.Range(func(k, v string) bool {
-		pairs = append(pairs, k, v)
+		st.pairs = append(st.pairs, k, v)
 		return true
 	})
-	st.pairs = pairs
 	return st
+}
+
+// preloadLocked makes sure the map can still be read once Envoy has it back.
+// An SDK map is copied now; any other map (a test fake, the SDK through its
+// methods) is asked to copy itself, as the SDK's map does on a read, and moe's
+// copy of it is made on moe's first read: a chain whose plugins read nothing
+// later then pays nothing more than the map's own copy.
+func (h *headerMap) preloadLocked() {
+	if h.st != nil && h.st.pairs != nil {
+		return
+	}
+	if abi, _ := envoyabi.HeadersOf(h.env); abi.Valid() {
+		h.loadLocked("copy")
+		return
+	}
+	h.env.Get(":path")
 }
 
 // envoyError is the *StreamError for a failed C call: the request ended, or

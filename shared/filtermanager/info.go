@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/moeproxy/moe/cgo/envoyabi"
 	"github.com/moeproxy/moe/shared/api"
 )
 
@@ -67,19 +68,20 @@ func (i *reqInfo) ResponseCode() (c int) {
 // headers arrive), so each is read from Envoy once per request: several
 // plugins key on the client IP.
 func (i *reqInfo) DownstreamRemoteAddress() string {
-	return i.s().cachedAddr(&i.addrs.remote, "RequestInfo.DownstreamRemoteAddress", func() string {
+	return i.s().cachedAddr(&i.addrs.remote, "RequestInfo.DownstreamRemoteAddress", envoyabi.ValueDownstreamRemoteAddress, func() string {
 		return i.cb.StreamInfo().DownstreamRemoteAddress()
 	})
 }
 
 func (i *reqInfo) DownstreamLocalAddress() string {
-	return i.s().cachedAddr(&i.addrs.local, "RequestInfo.DownstreamLocalAddress", func() string {
+	return i.s().cachedAddr(&i.addrs.local, "RequestInfo.DownstreamLocalAddress", envoyabi.ValueDownstreamLocalAddress, func() string {
 		return i.cb.StreamInfo().DownstreamLocalAddress()
 	})
 }
 
-// cachedAddr returns *slot, reading it with read (an SDK call) the first time.
-func (s *stream) cachedAddr(slot *string, op string, read func() string) string {
+// cachedAddr returns *slot, reading Envoy's value id (sdkRead for a test
+// fake) the first time.
+func (s *stream) cachedAddr(slot *string, op string, id int, sdkRead func() string) string {
 	s.mu.Lock()
 	v := *slot
 	s.mu.Unlock()
@@ -88,11 +90,38 @@ func (s *stream) cachedAddr(slot *string, op string, read func() string) string 
 	}
 	s.sdk(op, func() {
 		if *slot == "" {
-			*slot = read()
+			*slot = s.stringValueLocked(id, sdkRead)
 		}
 		v = *slot
 	})
 	return v
+}
+
+// stringValueLocked reads one of Envoy's string values at the C ABI (one
+// allocation, where the SDK's read makes three), or with sdkRead for a test
+// fake. Called in s.sdk, which turns a failure into a *StreamError.
+func (s *stream) stringValueLocked(id int, sdkRead func() string) string {
+	if r := s.abiLocked(); r.Valid() {
+		v, _, err := r.StringValue(id)
+		if err != nil {
+			panic(err)
+		}
+		return v
+	}
+	return sdkRead()
+}
+
+// abiLocked returns the request at Envoy's C ABI, looked up once per stream
+// (the zero Request for a test fake, looked up each time: tests only).
+func (s *stream) abiLocked() envoyabi.Request {
+	if !s.abi.Valid() {
+		r, err := envoyabi.RequestOf(s.cb)
+		if err != nil {
+			warnLayout(err)
+		}
+		s.abi = r
+	}
+	return s.abi
 }
 
 func (i *reqInfo) UpstreamHost() (a string) {
@@ -136,7 +165,7 @@ func (r *routeInfo) RouteName() string {
 	s.mu.Unlock()
 	var n string
 	s.sdk("Route.RouteName", func() {
-		n = s.cb.StreamInfo().GetRouteName()
+		n = s.stringValueLocked(envoyabi.ValueRouteName, s.cb.StreamInfo().GetRouteName)
 		s.route.name, s.route.haveName = n, true
 	})
 	return n

@@ -167,20 +167,32 @@ func (s *stream) shareLocked() {
 	if !s.consumerDirty && !stringsDirty {
 		return
 	}
-	fs := s.cb.StreamInfo().FilterState()
 	if s.consumerDirty {
 		s.consumerDirty = false
-		fs.SetString(consumerKey, s.ch.Load().encoded.of(s.consumer), envoy.StateTypeMutable, envoy.LifeSpanFilterChain, envoy.None)
+		s.setFilterStateLocked(consumerKey, s.ch.Load().encoded.of(s.consumer))
 	}
 	if !stringsDirty {
 		return
 	}
 	for _, k := range sh.dirtyKeys {
 		if v, ok := s.state[k].(string); ok {
-			fs.SetString(stateKeyPrefix+k, v, envoy.StateTypeMutable, envoy.LifeSpanFilterChain, envoy.None)
+			s.setFilterStateLocked(stateKeyPrefix+k, v)
 		}
 	}
 	sh.dirtyKeys = sh.dirtyKeys[:0]
+}
+
+// setFilterStateLocked writes one mutable string for the rest of the filter
+// chain, at the C ABI (the SDK's FilterState() allocates a wrapper per call)
+// or through the SDK for a test fake. A failure panics, as the SDK's does.
+func (s *stream) setFilterStateLocked(key, value string) {
+	if r := s.abiLocked(); r.Valid() {
+		if err := r.SetStringFilterState(key, value, int(envoy.StateTypeMutable), int(envoy.LifeSpanFilterChain), int(envoy.None)); err != nil {
+			panic(err)
+		}
+		return
+	}
+	s.cb.StreamInfo().FilterState().SetString(key, value, envoy.StateTypeMutable, envoy.LifeSpanFilterChain, envoy.None)
 }
 
 // consumerEncodings caches the JSON of the consumers a chain's plugins

@@ -8,6 +8,7 @@ import (
 
 	envoy "github.com/envoyproxy/envoy/contrib/golang/common/go/api"
 
+	"github.com/moeproxy/moe/cgo/envoyabi"
 	"github.com/moeproxy/moe/shared/api"
 	"github.com/moeproxy/moe/shared/metrics"
 )
@@ -64,6 +65,7 @@ type stream struct {
 	mu       sync.Mutex
 	createMu sync.Mutex // serializes lazy plugin filter creation
 	cb       envoy.FilterCallbackHandler
+	abi      envoyabi.Request // cb at Envoy's C ABI, looked up on first use (abiLocked)
 	// ch is the chain running. It changes once at most, to the chain of the
 	// consumer an auth plugin identified (consumers.go), during the decode
 	// phase and under mu; an atomic so that reading it takes no lock.
@@ -202,10 +204,10 @@ func (s *stream) enter(d *side) bool {
 	return true
 }
 
-// preloadLocked makes the SDK copy the request headers while Envoy still
-// allows it, when something after the decode headers phase may read them
-// (senders, streaming receivers, request id for logs). One cgo call, and only
-// if no plugin read a header already.
+// preloadLocked copies the request headers while Envoy still allows it, when
+// something after the decode headers phase may read them (senders, streaming
+// receivers, request id for logs). One cgo call, and only if no plugin read a
+// header already.
 func (s *stream) preloadLocked(d *side) {
 	if !d.decode || d.headers.env == nil || !s.ch.Load().readsRequestLater {
 		return
@@ -213,7 +215,7 @@ func (s *stream) preloadLocked(d *side) {
 	// A copy Envoy refuses leaves the later reads to fail with a *StreamError;
 	// a panic here would leave the stream locked.
 	defer func() { _ = recover() }()
-	d.headers.loadLocked("copy")
+	d.headers.preloadLocked()
 }
 
 var closedChan = func() chan struct{} {

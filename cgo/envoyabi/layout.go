@@ -197,17 +197,11 @@ func field(s reflect.Type, name string, k reflect.Kind) (reflect.StructField, er
 // such as a test fake; an error means h is the SDK's but not laid out as this
 // package expects. In both cases the caller uses h's own methods.
 func HeadersOf(h envoy.HeaderMap) (Headers, error) {
-	if h == nil {
-		return Headers{}, nil
+	l, obj, err := sdkObject(h)
+	if l == nil {
+		return Headers{}, err
 	}
-	l := layoutOf(reflect.TypeOf(h))
-	if l.err != nil {
-		if l.err == errNotSDK {
-			return Headers{}, nil
-		}
-		return Headers{}, l.err
-	}
-	return l.headers(reflect.ValueOf(h).UnsafePointer())
+	return l.headers(obj)
 }
 
 // headers reads the C view out of a map object of l's type.
@@ -229,18 +223,29 @@ func (l *layout) headers(obj unsafe.Pointer) (Headers, error) {
 // error) means cb is something else, such as a test fake; an error means cb is
 // the SDK's but not laid out as this package expects.
 func RequestOf(cb envoy.FilterCallbackHandler) (Request, error) {
-	if cb == nil {
-		return Request{}, nil
-	}
-	l := layoutOf(reflect.TypeOf(cb))
-	if l.err != nil {
-		if l.err == errNotSDK {
-			return Request{}, nil
-		}
-		return Request{}, l.err
+	l, obj, err := sdkObject(cb)
+	if l == nil {
+		return Request{}, err
 	}
 	if requestLayout.Load() != l {
 		requestLayout.Store(l)
 	}
-	return Request{obj: reflect.ValueOf(cb).UnsafePointer()}, nil
+	return Request{obj: obj}, nil
+}
+
+// sdkObject returns the layout of v's type and v's object when v is an SDK
+// object this package reads; a nil layout otherwise, with an error when v is
+// the SDK's but laid out differently.
+func sdkObject(v any) (*layout, unsafe.Pointer, error) {
+	if v == nil {
+		return nil, nil, nil
+	}
+	switch l := layoutOf(reflect.TypeOf(v)); l.err {
+	case nil:
+		return l, reflect.ValueOf(v).UnsafePointer(), nil
+	case errNotSDK:
+		return nil, nil, nil
+	default:
+		return nil, nil, l.err
+	}
 }

@@ -36,13 +36,20 @@ type orderWrite struct{}
 
 func (orderWrite) OnReceive(ctx api.Context, h api.RequestHeaderMap, _ api.Buffer, _ api.HeaderMap) api.Status {
 	ctx.SetState("e2e.order.first", entries(h))
+	return rewrite(ctx, h, "x-first", "x-gone", "x-new", "n")
+}
+
+// rewrite checks that h has x-multi a,b, then sets existing (a header Envoy
+// has: Envoy moves it last), deletes gone, adds a third x-multi and sets a
+// new header.
+func rewrite(ctx api.Context, h api.HeaderMap, existing, gone, newKey, newValue string) api.Status {
 	if multi := h.Values("x-multi"); strings.Join(multi, ",") != "a,b" {
 		return ctx.Reply(500, "x-multi values "+strings.Join(multi, ","), nil)
 	}
-	_ = h.Set("x-first", "changed") // an existing header: Envoy moves it last
-	_ = h.Del("x-gone")
+	_ = h.Set(existing, "changed")
+	_ = h.Del(gone)
 	_ = h.Add("x-multi", "c")
-	_ = h.Set("x-new", "n")
+	_ = h.Set(newKey, newValue)
 	return api.Continue
 }
 
@@ -102,13 +109,5 @@ func (orderTrailers) OnReceiveData(ctx api.Context, _ api.Buffer, end bool) api.
 	if !end || t == nil {
 		return api.Continue
 	}
-	seen := entries(t)
-	if multi := t.Values("x-multi"); strings.Join(multi, ",") != "a,b" {
-		return ctx.Reply(500, "x-multi trailer values "+strings.Join(multi, ","), nil)
-	}
-	_ = t.Set("x-checksum", "changed")
-	_ = t.Del("x-drop")
-	_ = t.Add("x-multi", "c")
-	_ = t.Set("x-e2e-trailers", seen)
-	return api.Continue
+	return rewrite(ctx, t, "x-checksum", "x-drop", "x-e2e-trailers", entries(t))
 }

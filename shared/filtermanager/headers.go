@@ -180,12 +180,19 @@ func (h *headerMap) loadLocked(op string) *headerState {
 		return st
 	}
 	// Two allocations, as the C copy makes (the pairs, and here the callback
-	// in place of the C copy's buffer).
+	// in place of the C copy's buffer). A Range that panics leaves no copy.
 	st.pairs = make([]string, 0, 16)
+	copied := false
+	defer func() {
+		if !copied {
+			st.pairs = nil
+		}
+	}()
 	h.env.Range(func(k, v string) bool {
 		st.pairs = append(st.pairs, k, v)
 		return true
 	})
+	copied = true
 	return st
 }
 

@@ -67,7 +67,12 @@ var seq atomic.Int64
 // request) and returns its unique name.
 func plugin(t testing.TB, needs api.Needs, f any) string {
 	t.Helper()
-	name := fmt.Sprintf("t%d-%s", seq.Add(1), strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name())))
+	name := fmt.Sprintf("t%d-%s", seq.Add(1), strings.Map(func(r rune) rune {
+		if 'a' <= r && r <= 'z' || '0' <= r && r <= '9' || r == '-' {
+			return r
+		}
+		return '-'
+	}, strings.ToLower(t.Name())))
 	if len(name) > 60 {
 		name = name[:60]
 	}

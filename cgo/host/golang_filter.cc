@@ -381,23 +381,27 @@ void Filter::log(::moe::AccessLogType type, const HeaderMap* request_headers,
     req_header_num = request_headers_->size();
     req_header_bytes = request_headers_->byteSize();
     dec.headers = request_headers_;
+    dec.announced_headers = {req_header_num, req_header_bytes};
   }
   if (request_trailers_ != nullptr) {
     req_trailer_num = request_trailers_->size();
     req_trailer_bytes = request_trailers_->byteSize();
     dec.trailers = request_trailers_;
+    dec.announced_trailers = {req_trailer_num, req_trailer_bytes};
   }
   response_headers_ = response_headers;
   if (response_headers_ != nullptr) {
     resp_header_num = response_headers_->size();
     resp_header_bytes = response_headers_->byteSize();
     enc.headers = const_cast<HeaderMap*>(response_headers_);
+    enc.announced_headers = {resp_header_num, resp_header_bytes};
   }
   response_trailers_ = response_trailers;
   if (response_trailers_ != nullptr) {
     resp_trailer_num = response_trailers_->size();
     resp_trailer_bytes = response_trailers_->byteSize();
     enc.trailers = const_cast<HeaderMap*>(response_trailers_);
+    enc.announced_trailers = {resp_trailer_num, resp_trailer_bytes};
   }
   req_->req.is_golang_processing_log.store(1);
   go::onHttpLog(lib_, &req_->req, static_cast<uint64_t>(type), &dec, &enc, req_header_num,
@@ -413,6 +417,7 @@ void Filter::log(::moe::AccessLogType type, const HeaderMap* request_headers,
 GolangStatus Filter::doHeadersGo(ProcessorState& state, HeaderMap& headers, bool end_stream) {
   initRequest();
   // header_num/header_bytes describe exactly what CopyHeaders will write.
+  state.announced_headers = {headers.size(), headers.byteSize()};
   return static_cast<GolangStatus>(
       go::onHttpHeader(lib_, &state, end_stream, headers.size(), headers.byteSize()));
 }
@@ -470,6 +475,7 @@ bool Filter::doData(ProcessorState& state, Buffer& data, bool end_stream) {
 
 bool Filter::doTrailerGo(ProcessorState& state, HeaderMap& trailers) {
   state.processTrailer();
+  state.announced_trailers = {trailers.size(), trailers.byteSize()};
   GolangStatus status =
       static_cast<GolangStatus>(go::onHttpHeader(lib_, &state, true, trailers.size(), trailers.byteSize()));
   return state.handleTrailerGolangStatus(status);
@@ -776,7 +782,24 @@ CAPIStatus Filter::copyMapToGo(ProcessorState& state, HeaderMap* ProcessorState:
   if (hasDestroyed()) return CAPIFilterIsDestroy;
   if (!state.isProcessingInGo()) return CAPINotInGo;
   if (state.*which == nullptr) return CAPIInvalidPhase;
-  copyHeaderMapToGo(*(state.*which), strs, buf);
+  // Envoy copies whatever the map holds now into buffers Go sized by the counts of the call that
+  // handed the map over (GF:661-690, no bound). After an asynchronous header phase Envoy keeps
+  // state.headers (doHeaders clears it only when the phase is done at once), and the router and
+  // the connection manager change the maps meanwhile: a copy then writes past Go's buffers (or
+  // leaves empty pairs). moe-host refuses it and says so loudly (tests fail on the line,
+  // shared/testing/hosttest); Envoy would corrupt Go's heap.
+  const HeaderMap& m = *(state.*which);
+  const ProcessorState::Announced& a =
+      which == &ProcessorState::headers ? state.announced_headers : state.announced_trailers;
+  if (m.size() != a.num || m.byteSize() != a.bytes) {
+    MOE_LOG(Error, "golang",
+            "moe-host: stale header copy: Go copies a map of %zu entries, %llu bytes that it was "
+            "handed with %llu entries, %llu bytes; Envoy would write past Go's buffer",
+            m.size(), static_cast<unsigned long long>(m.byteSize()),
+            static_cast<unsigned long long>(a.num), static_cast<unsigned long long>(a.bytes));
+    return CAPIInvalidPhase;
+  }
+  copyHeaderMapToGo(m, strs, buf);
   return CAPIOK;
 }
 

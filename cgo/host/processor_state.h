@@ -125,6 +125,13 @@ public:
 
   HeaderMap* headers = nullptr;
   HeaderMap* trailers = nullptr;
+  // The size Go was told (header_num, header_bytes of the call that handed the map over): Go
+  // sizes its copy buffers by it (the SDK and cgo/envoyabi alike). Not in Envoy: moe-host uses
+  // it to refuse a copy that would write past them (Filter::copyMapToGo).
+  struct Announced {
+    uint64_t num = 0, bytes = 0;
+  };
+  Announced announced_headers, announced_trailers;
   BufferList doDataList;
 
 private:

@@ -267,6 +267,23 @@ func TestE2EPluginAsItsOwnFilterWithRouteConfig(t *testing.T) {
 	}
 }
 
+// Response headers read on a later response chunk, after the headers phase
+// ran in a goroutine: Envoy still lets Go copy them then, but sizes the copy
+// by the counts it announced before the connection manager added server (and
+// date), and writes past Go's buffer. moe copies them before they leave
+// instead; moe-host refuses such a copy and the host's output fails the test
+// (hosttest.SanitizerMarkers).
+func TestE2EResponseHeadersReadAfterTheyLeft(t *testing.T) {
+	h := startHost(t, false)
+	// Headers flushed at once, the chunks 100 ms later: they reach the host
+	// after the response headers went downstream.
+	r := h.raw(t, h.order, "GET /chunked?n=2&delay=100 HTTP/1.1\r\nHost: test.com\r\nx-e2e-late: 1\r\n"+
+		"x-multi: a\r\nx-multi: b\r\nConnection: close\r\n\r\n")
+	if r.status != 200 || !strings.HasSuffix(r.body, "\nlate: 200 backend") {
+		t.Errorf("status %d, body ends %q", r.status, r.body[max(0, len(r.body)-40):])
+	}
+}
+
 // raw sends one request written by hand (header order and repetition as
 // given) to port and returns the response; the body is read whole.
 func (h *host) raw(t testing.TB, port int, request string) response {

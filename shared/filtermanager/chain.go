@@ -96,8 +96,10 @@ type Chain struct {
 	observes bool
 
 	// readsRequestLater: some plugin may read request headers after the decode
-	// headers phase (a sender, a streaming receiver, or a log hook's context).
-	readsRequestLater bool
+	// headers phase (a sender, a streaming receiver, or a log hook's context);
+	// readsResponseLater: response headers after the encode headers phase (a
+	// streaming sender).
+	readsRequestLater, readsResponseLater bool
 
 	// consumers are the chain-level consumer definitions (filter level only;
 	// merged chains inherit them) and byConsumer the chain each consumer with
@@ -200,6 +202,7 @@ func build(entries []config.Entry) *Chain {
 	c.dec = c.buildDirection(true, decData)
 	c.enc = c.buildDirection(false, encData)
 	c.readsRequestLater = len(c.enc.headers.order) > 0 || len(decData) > 0 || len(encData) > 0 || c.dec.whole >= 0
+	c.readsResponseLater = len(encData) > 0
 	return c
 }
 

@@ -326,11 +326,8 @@ func (s *stream) release(d *side, k phaseKind, out outcome) (reply *localReply, 
 	}
 	if st == envoy.Continue {
 		if k != kData {
-			// The headers leave for upstream/downstream. Make sure their Go copy
-			// exists if later phases may read them: afterwards Envoy no longer lets
-			// Go copy them.
-			s.preloadLocked(d)
-			d.headers.writable = false
+			// The headers leave for upstream/downstream.
+			s.handBackLocked(d)
 			d.buffering = false
 		}
 		if k != kHeaders {

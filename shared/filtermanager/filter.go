@@ -33,8 +33,7 @@ func (s *stream) onHeaders(d *side, h envoy.HeaderMap, end bool) envoy.StatusTyp
 		d.active = true
 		d.buffering = !end && dir.whole >= 0
 	} else {
-		s.preloadLocked(d)
-		d.headers.writable = false
+		s.handBackLocked(d)
 	}
 	max := dir.maxBody
 	s.mu.Unlock()
@@ -42,13 +41,30 @@ func (s *stream) onHeaders(d *side, h envoy.HeaderMap, end bool) envoy.StatusTyp
 		return envoy.Continue
 	}
 	if d.buffering && max > 0 {
-		if cl, ok := h.Get("content-length"); ok {
-			if n, err := strconv.Atoi(cl); err == nil && n > max {
-				return s.tooLarge(d, kHeaders)
-			}
+		if n, ok := s.contentLength(d); ok && n > max {
+			return s.tooLarge(d, kHeaders)
 		}
 	}
 	return s.run(d, kHeaders, false, 0)
+}
+
+// contentLength is d's content-length, from moe's copy of the headers (the
+// SDK's Get would build its own map of them first); ok is false when there is
+// none or it cannot be read.
+func (s *stream) contentLength(d *side) (n int, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	defer func() {
+		if recover() != nil {
+			n, ok = 0, false
+		}
+	}()
+	v, found := d.headers.firstLocked("content-length")
+	if !found {
+		return 0, false
+	}
+	n, err := strconv.Atoi(v)
+	return n, err == nil
 }
 
 func (s *stream) DecodeData(b envoy.BufferInstance, endStream bool) envoy.StatusType {

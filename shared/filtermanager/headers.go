@@ -37,6 +37,10 @@ type headerMap struct {
 	writable bool
 	// routeDirty: request headers changed since the last route refresh.
 	routeDirty bool
+	// handedBack: the headers left for the next filter; Envoy may have
+	// changed them since it announced their size, so no copy is made any
+	// more (stream.handBackLocked).
+	handedBack bool
 }
 
 // headerState is what a header map holds beyond its attachment: Envoy's
@@ -143,7 +147,7 @@ func (k objKind) String() string { return kindNames[k] }
 // pending stay; the copy of the previous map does not.
 func (h *headerMap) attach(env envoy.HeaderMap, writable bool) {
 	h.env = env
-	h.writable = writable
+	h.writable, h.handedBack = writable, false
 	if st := h.st; st != nil {
 		st.abi, st.pairs, st.shared = envoyabi.Headers{}, nil, false
 	}
@@ -172,6 +176,11 @@ func (h *headerMap) loadLocked(op string) *headerState {
 	}
 	st.abi = abi
 	if abi.Valid() {
+		if h.handedBack {
+			// Envoy would size the copy by counts it announced before it
+			// changed the map: it writes past Go's buffer.
+			panic(&api.StreamError{Op: h.kind.String() + " " + op, Err: api.ErrUnavailable})
+		}
 		pairs, err := abi.Copy()
 		if err != nil {
 			panic(h.envoyError(op, err))
@@ -397,32 +406,34 @@ func (h *headerMap) snapshotLocked(op string) []kv {
 // Entries come in Envoy's order, then the changes not yet sent in the order
 // first made.
 func (h *headerMap) Range(f func(key, value string) bool) {
-	h.s.mu.Lock()
-	if err := h.check("Range", false); err != nil {
-		h.s.mu.Unlock()
-		panic(err)
-	}
-	st := h.loadLocked("Range")
-	if len(st.writes) > 0 {
-		snap := h.snapshotLocked("Range")
-		h.s.mu.Unlock()
-		for _, p := range snap {
-			if !f(p.k, p.v) {
-				return
-			}
-		}
-		return
-	}
-	// Nothing pending: the copy itself is the snapshot, once it is never
-	// changed in place again.
-	pairs := st.pairs
-	st.shared = true
-	h.s.mu.Unlock()
+	pairs, snap := h.rangeSnapshot()
 	for i := 0; i < len(pairs); i += 2 {
 		if !f(pairs[i], pairs[i+1]) {
 			return
 		}
 	}
+	for _, p := range snap {
+		if !f(p.k, p.v) {
+			return
+		}
+	}
+}
+
+// rangeSnapshot is what Range iterates, taken under the lock: the copy
+// itself when nothing is pending (it is never changed in place again once
+// shared), else a snapshot with the pending changes applied.
+func (h *headerMap) rangeSnapshot() ([]string, []kv) {
+	h.s.mu.Lock()
+	defer h.s.mu.Unlock()
+	if err := h.check("Range", false); err != nil {
+		panic(err)
+	}
+	st := h.loadLocked("Range")
+	if len(st.writes) > 0 {
+		return nil, h.snapshotLocked("Range")
+	}
+	st.shared = true
+	return st.pairs, nil
 }
 
 func (h *headerMap) Len() int {

@@ -37,3 +37,24 @@ func TestAFailedCopyLeavesNoCopy(t *testing.T) {
 		t.Errorf("x-b after the copy succeeded: %q %v", v, ok)
 	}
 }
+
+// A Range whose copy fails panics with the stream unlocked: Envoy's worker
+// takes the lock next (OnDestroy, the panic handler).
+func TestAFailedRangeLeavesTheStreamUnlocked(t *testing.T) {
+	s := &stream{}
+	s.dec.active = true
+	h := &s.dec.headers
+	h.s, h.env = s, &flakyMap{fail: true}
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("Range over a failing copy did not panic")
+			}
+		}()
+		h.Range(func(string, string) bool { return true })
+	}()
+	if !s.mu.TryLock() {
+		t.Fatal("the stream is still locked after a failed Range")
+	}
+	s.mu.Unlock()
+}

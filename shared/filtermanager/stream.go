@@ -10,6 +10,7 @@ import (
 
 	"github.com/moeproxy/moe/cgo/envoyabi"
 	"github.com/moeproxy/moe/shared/api"
+	"github.com/moeproxy/moe/shared/log"
 	"github.com/moeproxy/moe/shared/metrics"
 )
 
@@ -204,18 +205,33 @@ func (s *stream) enter(d *side) bool {
 	return true
 }
 
-// preloadLocked copies the request headers while Envoy still allows it, when
-// something after the decode headers phase may read them (senders, streaming
-// receivers, request id for logs). One cgo call, and only if no plugin read a
-// header already.
-func (s *stream) preloadLocked(d *side) {
-	if !d.decode || d.headers.env == nil || !s.ch.Load().readsRequestLater {
-		return
+// handBackLocked is the end of d's headers phase: the headers leave for the
+// next filter. Envoy announced their size when it handed them to Go and may
+// change them from now on (the router adds request headers, the connection
+// manager date and server to the response), while after an asynchronous phase
+// it still lets Go copy them (state.headers is cleared only after a
+// synchronous one, golang_filter.cc doHeaders) and sizes the copy by the old
+// counts (copyHeaderMapToGo). So when a later phase may read them they are
+// copied now, and no copy is made afterwards.
+func (s *stream) handBackLocked(d *side) {
+	ch := s.ch.Load()
+	if d.headers.env != nil && (d.decode && ch.readsRequestLater || !d.decode && ch.readsResponseLater) {
+		s.preloadLocked(&d.headers)
 	}
-	// A copy Envoy refuses leaves the later reads to fail with a *StreamError;
-	// a panic here would leave the stream locked.
-	defer func() { _ = recover() }()
-	d.headers.preloadLocked()
+	d.headers.writable = false
+	d.headers.handedBack = true
+}
+
+// preloadLocked copies h now (see handBackLocked); one cgo call, and only if
+// no plugin read it already. A copy Envoy refuses leaves the later reads to
+// fail with a *StreamError: a panic here would leave the stream locked.
+func (s *stream) preloadLocked(h *headerMap) {
+	defer func() {
+		if r := recover(); r != nil && !api.IsStreamError(r) {
+			log.Printf(envoy.Error, "", s.reqID, "copying %s: %v", h.kind, r)
+		}
+	}()
+	h.preloadLocked()
 }
 
 var closedChan = func() chan struct{} {

@@ -93,6 +93,12 @@ func init() {
 		Needs:       api.Needs{RequestBody: api.StreamingBody},
 	})
 	registry.Register(registry.Plugin{
+		Name:        "e2e-late",
+		Description: "e2e: reads the response headers on the last chunk, after an async headers phase",
+		Factory:     func(any) api.Filter { return late{} },
+		Needs:       api.Needs{ResponseBody: api.StreamingBody, MayBlock: api.BlockSend},
+	})
+	registry.Register(registry.Plugin{
 		Name:        "e2e-order-check",
 		Description: "e2e: compares the host's request headers with the recorded view",
 		Factory:     func(any) api.Filter { return orderCheck{} },
@@ -110,4 +116,33 @@ func (orderTrailers) OnReceiveData(ctx api.Context, _ api.Buffer, end bool) api.
 		return api.Continue
 	}
 	return rewrite(ctx, t, "x-checksum", "x-drop", "x-e2e-trailers", entries(t))
+}
+
+// late reads the response headers on the last response chunk after its own
+// response headers phase went to a goroutine (Envoy keeps letting Go copy
+// them then, while the connection manager has changed them since): for a
+// request with x-e2e-late it appends what it read to the body.
+type late struct{}
+
+func isLate(ctx api.Context) bool {
+	_, ok := ctx.Sender().GetRequestHeaders().Get("x-e2e-late")
+	return ok
+}
+
+// Append only makes the response headers phase run in a goroutine (MayBlock):
+// it reads nothing, so no copy of the response headers exists before the
+// last chunk. (The test's response is chunked: the body may grow.)
+func (late) Append(api.Context, api.ResponseHeaderMap, api.Buffer, api.HeaderMap) api.Status {
+	return api.Continue
+}
+
+func (late) AppendData(ctx api.Context, chunk api.Buffer, end bool) api.Status {
+	if !end || !isLate(ctx) {
+		return api.Continue
+	}
+	h := ctx.Sender().GetResponseHeaders()
+	up, _ := h.Get("x-upstream")
+	status, _ := h.Get(":status")
+	_ = chunk.AppendString("\nlate: " + status + " " + up)
+	return api.Continue
 }

@@ -66,10 +66,11 @@ const metricsFlush = time.Duration(0)
 // guardLogMarker is in every log line of a refusal (checked when the host is gone).
 const guardLogMarker = "MOE_HOST_LOOPBACK_ONLY=1: refused"
 
-// SanitizerMarkers are the texts of a sanitizer or Go runtime report; a host whose output
-// contains one fails the test.
+// SanitizerMarkers are the texts of a sanitizer or Go runtime report, or of moe-host's refusal
+// of a header copy Envoy would let overflow Go's buffer; a host whose output contains one fails
+// the test.
 var SanitizerMarkers = []string{"AddressSanitizer", "LeakSanitizer", "ThreadSanitizer", "UndefinedBehaviorSanitizer",
-	"runtime error", "fatal error:", "SIGSEGV"}
+	"runtime error", "fatal error:", "SIGSEGV", "moe-host: stale header copy"}
 
 // NoLibrary as Options.Library: the bootstrap loads no plugin library (e.g. moe-host-netonly).
 const NoLibrary = "-"

@@ -80,10 +80,12 @@ const spare = 4
 // Copy returns the map's entries as flat key, value pairs in Envoy's order
 // (one C call; keys are lower case). The strings share one buffer.
 //
-// It is only correct before the first write through h: Envoy writes every
-// entry its map has now into a buffer sized by the counts it announced at the
-// entry call (copyHeaderMapToGo, contrib/golang/filters/http/source/
-// golang_filter.cc). The SDK keeps the same rule by copying before any write.
+// It is only correct while the map is as Envoy announced it: Envoy writes
+// every entry its map has now into a buffer sized by the counts of the entry
+// call (copyHeaderMapToGo, contrib/golang/filters/http/source/
+// golang_filter.cc), with no bound. So copy before the first write through h,
+// as the SDK does, and not after the headers left for the next filter, which
+// may change them (shared/filtermanager: handBackLocked).
 func (h Headers) Copy() ([]string, error) {
 	n := int(h.num) * 2
 	pairs := make([]string, n, n+spare)

@@ -164,16 +164,28 @@ func warnLayout(err error) {
 }
 
 // loadLocked copies Envoy's map into pairs, once per attached map. It must
-// run before the first write to that map (envoyabi.Headers.Copy).
+// run before the first write to that map and before the map is handed back
+// (envoyabi.Headers.Copy).
 func (h *headerMap) loadLocked(op string) *headerState {
 	st := h.stateLocked()
-	if st.pairs != nil {
-		return st
+	if st.pairs == nil {
+		h.copyLocked(st, h.abiLocked(), op)
 	}
+	return st
+}
+
+// abiLocked is the attached map at Envoy's C ABI (zero: use its methods).
+func (h *headerMap) abiLocked() envoyabi.Headers {
 	abi, err := envoyabi.HeadersOf(h.env)
 	if err != nil {
 		warnLayout(err)
 	}
+	return abi
+}
+
+// copyLocked fills st.pairs from the attached map, at the C ABI when abi is
+// valid, else through the map's Range.
+func (h *headerMap) copyLocked(st *headerState, abi envoyabi.Headers, op string) {
 	st.abi = abi
 	if abi.Valid() {
 		if h.handedBack {
@@ -186,7 +198,7 @@ func (h *headerMap) loadLocked(op string) *headerState {
 			panic(h.envoyError(op, err))
 		}
 		st.pairs = pairs
-		return st
+		return
 	}
 	// Two allocations, as the C copy makes (the pairs, and here the callback
 	// in place of the C copy's buffer). A Range that panics leaves no copy.
@@ -202,7 +214,6 @@ func (h *headerMap) loadLocked(op string) *headerState {
 		return true
 	})
 	copied = true
-	return st
 }
 
 // preloadLocked makes sure the map can still be read once Envoy has it back.
@@ -214,8 +225,8 @@ func (h *headerMap) preloadLocked() {
 	if h.st != nil && h.st.pairs != nil {
 		return
 	}
-	if abi, _ := envoyabi.HeadersOf(h.env); abi.Valid() {
-		h.loadLocked("copy")
+	if abi := h.abiLocked(); abi.Valid() {
+		h.copyLocked(h.stateLocked(), abi, "copy")
 		return
 	}
 	h.env.Get(":path")

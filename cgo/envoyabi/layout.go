@@ -98,7 +98,7 @@ var errNotSDK = fmt.Errorf("not an Envoy Go SDK header map")
 // pass their own).
 func inspect(t reflect.Type, pkg string) *layout {
 	l := &layout{typ: t}
-	if t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct || t.Elem().PkgPath() != pkg {
+	if !isStructOf(t, pkg) {
 		l.err = errNotSDK
 		return l
 	}
@@ -109,7 +109,7 @@ func inspect(t reflect.Type, pkg string) *layout {
 	}
 	l.trailers = trailers
 	fail := func(err error) *layout {
-		l.err = fmt.Errorf("envoyabi: %s: %w (moe was written against the v1.39.0 SDK)", t, err)
+		l.err = mismatch(t, err)
 		return l
 	}
 	// The embedded chain down to headerMapImpl, each at some offset.
@@ -152,7 +152,7 @@ func inspect(t reflect.Type, pkg string) *layout {
 // inspectRequest finds the layout of t, the request type of package pkg.
 func inspectRequest(t reflect.Type, pkg string) *layout {
 	l := &layout{typ: t}
-	if t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct || t.Elem().PkgPath() != pkg || t.Elem().Name() != "httpRequest" {
+	if !isStructOf(t, pkg) || t.Elem().Name() != "httpRequest" {
 		l.err = errNotSDK
 		return l
 	}
@@ -168,11 +168,21 @@ func inspectRequest(t reflect.Type, pkg string) *layout {
 		}
 	}
 	if err != nil {
-		l.err = fmt.Errorf("envoyabi: %s: %w (moe was written against the v1.39.0 SDK)", t, err)
+		l.err = mismatch(t, err)
 		return l
 	}
 	l.req, l.mu = req.Offset, mu.Offset
 	return l
+}
+
+// isStructOf reports whether t is a pointer to a struct of package pkg.
+func isStructOf(t reflect.Type, pkg string) bool {
+	return t.Kind() == reflect.Pointer && t.Elem().Kind() == reflect.Struct && t.Elem().PkgPath() == pkg
+}
+
+// mismatch is the error for an SDK type that is not laid out as expected.
+func mismatch(t reflect.Type, err error) error {
+	return fmt.Errorf("envoyabi: %s: %w (moe was written against the v1.39.0 SDK)", t, err)
 }
 
 // isCType reports whether t is a type cgo made for a C type.

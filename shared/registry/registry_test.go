@@ -2,6 +2,7 @@ package registry_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/moeproxy/moe/shared/api"
@@ -16,6 +17,7 @@ func TestRegisterRejectsBadPlugins(t *testing.T) {
 	}{
 		{"empty name", registry.Plugin{Factory: ok}},
 		{"upper case", registry.Plugin{Name: "Bad", Factory: ok}},
+		{"64 bytes", registry.Plugin{Name: strings.Repeat("a", 64), Factory: ok}},
 		{"reserved", registry.Plugin{Name: "moe", Factory: ok}},
 		{"no factory", registry.Plugin{Name: "nofactory"}},
 		{"config not a pointer", registry.Plugin{Name: "valconf", Factory: ok, NewConfig: func() any { return struct{}{} }}},
@@ -29,6 +31,12 @@ func TestRegisterRejectsBadPlugins(t *testing.T) {
 			}()
 			registry.Register(tc.p)
 		})
+	}
+	long := strings.Repeat("b", 63)
+	registry.Register(registry.Plugin{Name: long, Factory: ok})
+	defer registry.Unregister(long)
+	if _, found := registry.Get(long); !found {
+		t.Error("a 63-byte name was not registered")
 	}
 }
 

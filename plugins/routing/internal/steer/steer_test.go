@@ -2,6 +2,7 @@ package steer
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/moeproxy/moe/shared/testing/fakeframework"
@@ -49,12 +50,12 @@ func TestSetRouteHeader(t *testing.T) {
 }
 
 func TestNames(t *testing.T) {
-	for _, ok := range []string{"RZ01", "v2", "canary-1", "a_b"} {
+	for _, ok := range []string{"RZ01", "v2", "canary-1", "a_b", strings.Repeat("a", 64)} {
 		if CheckName("n", ok) != nil {
 			t.Errorf("%q refused", ok)
 		}
 	}
-	for _, bad := range []string{"", "-a", "a b", "a/b", "a;b", "ünit", string(make([]byte, 65))} {
+	for _, bad := range []string{"", "-a", "a b", "a/b", "a;b", "ünit", string(make([]byte, 65)), strings.Repeat("a", 65)} {
 		if CheckName("n", bad) == nil {
 			t.Errorf("%q accepted", bad)
 		}

@@ -1,8 +1,10 @@
 package api
 
 import (
+	"encoding/binary"
 	"strconv"
 	"strings"
+	"unsafe"
 )
 
 // HeaderMap is a request or response header (or trailer) map. Keys are
@@ -115,12 +117,51 @@ func (h Headers) Status() int {
 }
 
 // LowerKey lower-cases an ASCII header name without allocating when it is
-// already lower case (the common case).
+// already lower case (the common case). Every header read and write calls it,
+// so names of eight bytes or more are checked a word at a time.
 func LowerKey(s string) string {
+	if len(s) >= 8 {
+		if longHasUpperASCII(s) {
+			return strings.ToLower(s)
+		}
+		return s
+	}
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; 'A' <= c && c <= 'Z' {
 			return strings.ToLower(s)
 		}
 	}
 	return s
+}
+
+// longHasUpperASCII reports whether s, at least eight bytes long, has a byte
+// in 'A'..'Z': eight bytes at a time, the last word overlapping the one
+// before.
+func longHasUpperASCII(s string) bool {
+	n := len(s)
+	b := unsafe.Slice(unsafe.StringData(s), n)
+	for i := 0; ; i += 8 {
+		i = min(i, n-8)
+		if wordHasUpperASCII(binary.LittleEndian.Uint64(b[i:])) {
+			return true
+		}
+		if i == n-8 {
+			return false
+		}
+	}
+}
+
+// wordHasUpperASCII reports whether one of w's bytes is in 'A'..'Z'. On the
+// low seven bits of each byte, adding 0x80-'A' sets bit 7 when the byte is at
+// least 'A', adding 0x80-'Z'-1 when it is past 'Z'; neither sum carries into
+// the next byte. Bytes with bit 7 set are never upper-case ASCII.
+func wordHasUpperASCII(w uint64) bool {
+	const (
+		low7 = 0x7f7f7f7f7f7f7f7f
+		bit7 = 0x8080808080808080
+		geA  = 0x3f3f3f3f3f3f3f3f // 0x80 - 'A'
+		gtZ  = 0x2525252525252525 // 0x80 - 'Z' - 1
+	)
+	x := w & low7
+	return (x+geA)&^(x+gtZ)&^w&bit7 != 0
 }

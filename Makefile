@@ -120,7 +120,7 @@ fuzz: deps
 
 # The end-to-end benchmark (cmd/moebench/README.md): B0..B6 through moe-host, instructions per
 # request under callgrind, wrk load, crossings; writes out/bench/report.md, results.json,
-# chart.png (about 6 minutes; BENCH_QUICK=1 about 1). Then the Go benchmarks, whose output
+# chart.png (about 12 minutes on 2 cores; BENCH_QUICK=1 about 1). Then the Go benchmarks, whose output
 # (also in out/bench/go-bench.txt) benchstat reads.
 bench: bench-e2e bench-go
 

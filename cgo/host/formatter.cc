@@ -792,6 +792,12 @@ std::string Formatter::format(const FormatContext& c, const StreamInfo& i) const
 }
 
 // Envoy's Random::uuid(): version 4, RFC 4122 variant (x-request-id and %UNIQUE_ID%).
+// Formatted with a hex table as Envoy does (source/common/common/random_generator.cc,
+// RandomUtility::uuid), not snprintf: every request makes one, and snprintf's
+// format parsing cost 6.3k instructions a request under callgrind, 5% of make
+// bench's router-only figure, which Envoy does not spend. Envoy's bytes come
+// from BoringSSL's RAND_bytes in 2 KB batches; here a thread-local mt19937_64
+// (under 0.1k instructions a request).
 std::string uuid4() {
   thread_local std::mt19937_64 rng{std::random_device{}()};
   uint64_t a = rng(), b = rng();
@@ -802,10 +808,14 @@ std::string uuid4() {
   }
   bytes[6] = static_cast<unsigned char>((bytes[6] & 0x0f) | 0x40);
   bytes[8] = static_cast<unsigned char>((bytes[8] & 0x3f) | 0x80);
-  char out[37];
-  snprintf(out, sizeof(out), "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", bytes[0],
-           bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7], bytes[8], bytes[9], bytes[10],
-           bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]);
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out(36, '-'); // the dashes at 8, 13, 18 and 23 stay
+  size_t at = 0;
+  for (int i = 0; i < 16; i++) {
+    if (at == 8 || at == 13 || at == 18 || at == 23) at++;
+    out[at++] = hex[bytes[i] >> 4];
+    out[at++] = hex[bytes[i] & 0x0f];
+  }
   return out;
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +15,10 @@ import (
 
 	"github.com/moeproxy/moe/shared/testing/tb"
 )
+
+// uuid4Pattern is a version 4, RFC 4122 variant UUID as Envoy writes it
+// (lower-case hex).
+var uuid4Pattern = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
 
 // testHeaderMap checks CopyHeaders/CopyTrailers fidelity: many headers, repeated keys (order
 // kept), empty values, long values, pseudo-headers (golang_filter.cc copyHeaders; the header_num /
@@ -69,8 +74,15 @@ func testHeaderMap(t *testing.T, e *env) {
 	if len(got["x-forwarded-proto"]) != 1 || got["x-forwarded-proto"][0] != "http" {
 		t.Errorf("x-forwarded-proto = %q, want [http]", got["x-forwarded-proto"])
 	}
-	if len(got["x-request-id"]) != 1 || len(got["x-request-id"][0]) != 36 {
-		t.Errorf("x-request-id = %q, want one generated UUID", got["x-request-id"])
+	if len(got["x-request-id"]) != 1 || !uuid4Pattern.MatchString(got["x-request-id"][0]) {
+		t.Errorf("x-request-id = %q, want one generated version 4 UUID", got["x-request-id"])
+	}
+	rc.write(raw.String()) // the same request again: a new id
+	if res, body, err := rc.readResponse("POST"); err != nil || res.StatusCode != 200 {
+		t.Errorf("second dump: %v %v", err, res)
+	} else if again := map[string][]string{}; json.Unmarshal([]byte(body), &again) != nil || len(again["x-request-id"]) != 1 ||
+		!uuid4Pattern.MatchString(again["x-request-id"][0]) || again["x-request-id"][0] == got["x-request-id"][0] {
+		t.Errorf("second request's x-request-id = %q, want a version 4 UUID other than %q", again["x-request-id"], got["x-request-id"])
 	}
 
 	t.Run("Trailers", func(t *testing.T) {

@@ -7,6 +7,7 @@ require (
 	github.com/alibaba/sentinel-golang v1.0.4
 	github.com/cespare/xxhash/v2 v2.3.0
 	github.com/cncf/xds/go v0.0.0-20260202195803-dba9d589def2
+	github.com/dchest/siphash v1.2.3
 	github.com/envoyproxy/envoy v1.39.0
 	github.com/envoyproxy/go-control-plane/contrib v1.36.1-0.20260729145720-a2d8c7492908
 	github.com/envoyproxy/go-control-plane/envoy v1.39.0

@@ -1,9 +1,9 @@
 package keyauth
 
 import (
-	"crypto/sha256"
 	"crypto/subtle"
 
+	"github.com/moeproxy/moe/plugins/auth/internal/authn"
 	"github.com/moeproxy/moe/shared/api"
 	"github.com/moeproxy/moe/shared/consumer"
 )
@@ -13,13 +13,13 @@ import (
 // Why a digest index and not map[key]consumer: a Go map compares keys with an
 // early-exit memory compare, so the time a lookup takes depends on how many
 // leading bytes of a guess match a real key, which is the classic timing
-// oracle. Indexing by SHA-256(key) moves that early exit onto digests: a guess
-// that shares a digest prefix with a real key tells an attacker nothing about
-// the key itself (preimage resistance). The candidate is then confirmed with
-// subtle.ConstantTimeCompare on the full key, so the decision itself never
-// takes an early exit on secret bytes.
+// oracle. Indexing by authn.DigestOf(key), a keyed PRF, moves that early exit
+// onto digests an attacker cannot compute: a guess that shares a digest prefix
+// with a real key tells them nothing about the key itself. The candidate is
+// then confirmed with subtle.ConstantTimeCompare on the full key, so the
+// decision itself never takes an early exit on secret bytes.
 type keyIndex struct {
-	m map[[sha256.Size]byte]*entry
+	m map[authn.Digest]*entry
 }
 
 type entry struct {
@@ -32,15 +32,15 @@ type entry struct {
 // field (consumers[1].keys[0] or consumers[3].auth.key-auth.keys[0]) and the
 // other place, never the key itself: config errors end up in logs.
 func buildIndex(entries []consumer.Entry[Credential], maxKey int) (*keyIndex, error) {
-	ix := &keyIndex{m: make(map[[sha256.Size]byte]*entry)}
-	where := map[[sha256.Size]byte]string{}
+	ix := &keyIndex{m: make(map[authn.Digest]*entry)}
+	where := map[authn.Digest]string{}
 	for _, e := range entries {
 		for j, k := range e.Credential.Keys {
 			field := api.Field(e.Field, "keys", j)
 			if len(k) > maxKey {
 				return nil, api.FieldErrorf(field, "longer than max_key_bytes (%d)", maxKey)
 			}
-			d := sha256.Sum256([]byte(k))
+			d := authn.DigestOf(k)
 			if other, dup := where[d]; dup {
 				return nil, api.FieldErrorf(field, "same key as %s (keys must be unique)", other)
 			}
@@ -56,7 +56,7 @@ func (ix *keyIndex) lookup(key string) *api.Consumer {
 	if ix == nil {
 		return nil
 	}
-	e := ix.m[sha256.Sum256([]byte(key))]
+	e := ix.m[authn.DigestOf(key)]
 	if e == nil {
 		return nil
 	}

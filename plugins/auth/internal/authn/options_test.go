@@ -63,3 +63,28 @@ func TestStatsAndDigest(t *testing.T) {
 		t.Fatal("digest compare")
 	}
 }
+
+func TestDigestIsAFunctionOfTheWholeSecret(t *testing.T) {
+	seen := map[authn.Digest]string{}
+	secret := make([]byte, 0, 65)
+	for n := 0; n <= 64; n++ {
+		for _, last := range []byte{'a', 'b'} {
+			s := string(append(secret[:n:n], last))
+			d := authn.DigestOf(s)
+			if other, dup := seen[d]; dup {
+				t.Fatalf("%q and %q have the same digest", s, other)
+			}
+			seen[d] = s
+			if b := authn.DigestOfBytes([]byte(s)); !authn.EqualDigest(&d, &b) {
+				t.Fatalf("DigestOf and DigestOfBytes differ for %q", s)
+			}
+			if again := authn.DigestOf(s); d != again {
+				t.Fatalf("digest of %q changed between calls", s)
+			}
+		}
+		secret = append(secret[:n], 'x')
+	}
+	if authn.DigestOf("") == (authn.Digest{}) {
+		t.Fatal("digest of the empty secret is all zeros")
+	}
+}

@@ -58,6 +58,10 @@ public:
   }
   // addCopy: append another value. Pseudo-headers are inserted before regular headers.
   void addCopy(std::string_view key, std::string_view value) {
+    // Room for a typical message's headers at once: growing 1, 2, 4, 8, 16 moved
+    // every entry four times (5.9k instructions a request under callgrind), where
+    // Envoy's HeaderMapImpl links one node per header and never moves them.
+    if (entries_.capacity() == 0) entries_.reserve(kInitialEntries);
     std::string k = lowerCase(key);
     if (!k.empty() && k[0] == ':') {
       auto it = std::find_if(entries_.begin(), entries_.end(),
@@ -97,6 +101,7 @@ public:
   int status() const { auto* v = get(":status"); return v ? std::atoi(v->c_str()) : 0; }
 
 private:
+  static constexpr size_t kInitialEntries = 16;
   std::vector<Entry> entries_;
 };
 using HeaderMapPtr = std::unique_ptr<HeaderMap>;

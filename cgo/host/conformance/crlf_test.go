@@ -80,7 +80,7 @@ func upstreamRequests(e *env) int64 {
 // (the host then forwarded it as a different header next to its own framing).
 func testHeaderNameChars(t *testing.T, e *env) {
 	h := e.h
-	for _, name := range []string{"content-length ", "x foo", "x\x01y", "x(y)"} {
+	for _, name := range []string{"content-length ", "x foo", "x\x01y", "x(y)", "x@y", "x\xc3\xa9", "x\x7fy"} {
 		rc := h.dial(t, "main")
 		rc.write("POST /echo HTTP/1.1\r\nhost: test.com\r\n" + name + ": 5\r\n\r\nhello")
 		res, body, err := rc.readResponse("POST")
@@ -92,8 +92,14 @@ func testHeaderNameChars(t *testing.T, e *env) {
 			t.Errorf("%q: got %d %q, want 400", name, res.StatusCode, body)
 		}
 	}
-	// Trailers too.
+	// Every other token character is a name byte (RFC 9110 tchar), upper case too.
 	rc := h.dial(t, "main")
+	rc.write("GET /echo HTTP/1.1\r\nhost: test.com\r\nX-09AZaz!#$%&'*+-.^_`|~: v\r\n\r\n")
+	if res, body, err := rc.readResponse("GET"); err != nil || res.StatusCode != 200 {
+		t.Errorf("a name of every token character: %v %v %q, want 200", err, res, body)
+	}
+	// Trailers too.
+	rc = h.dial(t, "main")
 	rc.write("POST /echo HTTP/1.1\r\nhost: test.com\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\nx y: 1\r\n\r\n")
 	res, body, err := rc.readResponse("POST")
 	if err != nil || res.StatusCode != 400 {

@@ -5,9 +5,9 @@ import (
 	"crypto/sha256"
 	"sync"
 
-	"github.com/moeproxy/moe/plugins/auth/internal/authn"
 	"github.com/moeproxy/moe/shared/api"
 	"github.com/moeproxy/moe/shared/consumer"
+	"github.com/moeproxy/moe/shared/secret"
 )
 
 // users is the credential table of one config version.
@@ -18,13 +18,13 @@ type users struct {
 	sem    chan struct{} // bounds concurrent hash verifications
 	// dummy is compared against for unknown users of plain-password configs, so
 	// "no such user" and "wrong password" take the same time.
-	dummy authn.Digest
+	dummy secret.Digest
 }
 
 type user struct {
 	consumer *api.Consumer
-	plain    *authn.Digest // digest of the clear-text password, or
-	hash     passwordHash  // a bcrypt/argon2id hash
+	plain    *secret.Digest // digest of the clear-text password, or
+	hash     passwordHash   // a bcrypt/argon2id hash
 }
 
 // buildUsers indexes every entry (own and chain consumers) by user name. It
@@ -33,7 +33,7 @@ type user struct {
 // consumers[3].auth.basic-auth.username).
 func buildUsers(entries []consumer.Entry[Credential], cacheSize, concurrency int, cacheKey [32]byte) (*users, error) {
 	u := &users{byName: make(map[string]*user, len(entries)), sem: make(chan struct{}, concurrency)}
-	u.dummy = authn.DigestOf("moe basic-auth: no such user")
+	u.dummy = secret.DigestOf("moe basic-auth: no such user")
 	where := make(map[string]string, len(entries))
 	for _, en := range entries {
 		cred := en.Credential
@@ -56,7 +56,7 @@ func buildUsers(entries []consumer.Entry[Credential], cacheSize, concurrency int
 			e.hash = h
 			u.hashed = true
 		} else {
-			d := authn.DigestOf(cred.Password)
+			d := secret.DigestOf(cred.Password)
 			e.plain = &d
 		}
 		u.byName[name] = e
@@ -78,13 +78,13 @@ func (u *users) verify(ctx context.Context, name, password []byte) (c *api.Consu
 		// Plain passwords: spend the same digest + compare as a known user.
 		// Hashed users: do not burn a bcrypt per unknown name (that would hand
 		// attackers a CPU amplifier); user names are not secrets.
-		d := authn.DigestOfBytes(password)
-		authn.EqualDigest(&d, &u.dummy)
+		d := secret.DigestOfBytes(password)
+		secret.EqualDigest(&d, &u.dummy)
 		return nil, true
 	}
 	if e.plain != nil {
-		d := authn.DigestOfBytes(password)
-		if authn.EqualDigest(&d, e.plain) {
+		d := secret.DigestOfBytes(password)
+		if secret.EqualDigest(&d, e.plain) {
 			return e.consumer, true
 		}
 		return nil, true

@@ -3,9 +3,9 @@ package keyauth
 import (
 	"crypto/subtle"
 
-	"github.com/moeproxy/moe/plugins/auth/internal/authn"
 	"github.com/moeproxy/moe/shared/api"
 	"github.com/moeproxy/moe/shared/consumer"
+	"github.com/moeproxy/moe/shared/secret"
 )
 
 // keyIndex finds the consumer of an API key.
@@ -13,13 +13,13 @@ import (
 // Why a digest index and not map[key]consumer: a Go map compares keys with an
 // early-exit memory compare, so the time a lookup takes depends on how many
 // leading bytes of a guess match a real key, which is the classic timing
-// oracle. Indexing by authn.DigestOf(key), a keyed PRF, moves that early exit
+// oracle. Indexing by secret.DigestOf(key), a keyed PRF, moves that early exit
 // onto digests an attacker cannot compute: a guess that shares a digest prefix
 // with a real key tells them nothing about the key itself. The candidate is
 // then confirmed with subtle.ConstantTimeCompare on the full key, so the
 // decision itself never takes an early exit on secret bytes.
 type keyIndex struct {
-	m map[authn.Digest]*entry
+	m map[secret.Digest]*entry
 }
 
 type entry struct {
@@ -32,15 +32,15 @@ type entry struct {
 // field (consumers[1].keys[0] or consumers[3].auth.key-auth.keys[0]) and the
 // other place, never the key itself: config errors end up in logs.
 func buildIndex(entries []consumer.Entry[Credential], maxKey int) (*keyIndex, error) {
-	ix := &keyIndex{m: make(map[authn.Digest]*entry)}
-	where := map[authn.Digest]string{}
+	ix := &keyIndex{m: make(map[secret.Digest]*entry)}
+	where := map[secret.Digest]string{}
 	for _, e := range entries {
 		for j, k := range e.Credential.Keys {
 			field := api.Field(e.Field, "keys", j)
 			if len(k) > maxKey {
 				return nil, api.FieldErrorf(field, "longer than max_key_bytes (%d)", maxKey)
 			}
-			d := authn.DigestOf(k)
+			d := secret.DigestOf(k)
 			if other, dup := where[d]; dup {
 				return nil, api.FieldErrorf(field, "same key as %s (keys must be unique)", other)
 			}
@@ -56,7 +56,7 @@ func (ix *keyIndex) lookup(key string) *api.Consumer {
 	if ix == nil {
 		return nil
 	}
-	e := ix.m[authn.DigestOf(key)]
+	e := ix.m[secret.DigestOf(key)]
 	if e == nil {
 		return nil
 	}

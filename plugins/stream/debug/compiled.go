@@ -1,19 +1,19 @@
 package debug
 
 import (
-	"crypto/sha256"
 	"strings"
 	"time"
 
 	"github.com/moeproxy/moe/shared/api"
+	"github.com/moeproxy/moe/shared/secret"
 )
 
 // compiled is what Init builds once per config version.
 type compiled struct {
 	header, responseHeader string
-	// secretSum is SHA-256 of the secret: requests compare digests, so the
-	// compare takes the same time whatever the length of a guess.
-	secretSum [sha256.Size]byte
+	// secretSum is the digest of the secret: requests compare digests, so
+	// the compare takes the same time whatever the length of a guess.
+	secretSum secret.Digest
 	enabled   bool // header debugging on
 	slow      time.Duration
 
@@ -25,7 +25,7 @@ func (c *Config) Init(env api.ConfigEnv) error {
 	c.responseHeader = strings.ToLower(c.ResponseHeader)
 	c.enabled = c.Secret != ""
 	if c.enabled {
-		c.secretSum = sha256.Sum256([]byte(c.Secret))
+		c.secretSum = secret.DigestOf(c.Secret)
 	}
 	c.slow = c.SlowThreshold.D()
 	m := env.Metrics()

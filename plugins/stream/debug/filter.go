@@ -1,12 +1,11 @@
 package debug
 
 import (
-	"crypto/sha256"
-	"crypto/subtle"
 	"sync/atomic"
 	"time"
 
 	"github.com/moeproxy/moe/shared/api"
+	"github.com/moeproxy/moe/shared/secret"
 )
 
 // filter is per request (one small allocation): it remembers whether the
@@ -44,11 +43,11 @@ func (f *filter) OnReceive(ctx api.Context, h api.RequestHeaderMap, _ api.Buffer
 	return api.Continue
 }
 
-// secretMatches compares SHA-256 digests in constant time: neither the
-// length nor the content of a guess changes how long it takes.
+// secretMatches compares digests in constant time: neither the length nor
+// the content of a guess changes how long it takes.
 func (f *filter) secretMatches(v string) bool {
-	sum := sha256.Sum256([]byte(v))
-	return subtle.ConstantTimeCompare(sum[:], f.secretSum[:]) == 1
+	sum := secret.DigestOf(v)
+	return secret.EqualDigest(&sum, &f.secretSum)
 }
 
 // Append writes the trace of a debug request into the response header. Every

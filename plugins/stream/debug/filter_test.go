@@ -17,15 +17,15 @@ func TestTheDebugHeaderNeedsTheSecret(t *testing.T) {
 		tracing      bool // TraceCalls was called
 		metric       string
 	}{
-		{"right secret", `{"secret": "` + secret + `"}`, []string{"x-moe-debug", secret}, true, true, "traced"},
-		{"wrong secret", `{"secret": "` + secret + `"}`, []string{"x-moe-debug", "s3cret-debug-token-0124"}, false, false, "bad_secret"},
-		{"a prefix of the secret", `{"secret": "` + secret + `"}`, []string{"x-moe-debug", secret[:10]}, false, false, "bad_secret"},
-		{"empty value", `{"secret": "` + secret + `"}`, []string{"x-moe-debug", ""}, false, false, "bad_secret"},
-		{"twice", `{"secret": "` + secret + `"}`, []string{"x-moe-debug", secret, "x-moe-debug", secret}, false, false, "bad_secret"},
-		{"no header", `{"secret": "` + secret + `"}`, nil, false, false, ""},
-		{"configured header name", `{"secret": "` + secret + `", "header": "X-Trace-Me"}`, []string{"x-trace-me", secret}, true, true, "traced"},
-		{"slow log only: every request traced", `{"slow_threshold": "1s"}`, []string{"x-moe-debug", secret}, false, true, ""},
-		{"slow log and a wrong secret: traced for the log only", `{"secret": "` + secret + `", "slow_threshold": "1s"}`, []string{"x-moe-debug", "nope-nope-nope-nope"}, false, true, "bad_secret"},
+		{"right secret", `{"secret": "` + testSecret + `"}`, []string{"x-moe-debug", testSecret}, true, true, "traced"},
+		{"wrong secret", `{"secret": "` + testSecret + `"}`, []string{"x-moe-debug", "s3cret-debug-token-0124"}, false, false, "bad_secret"},
+		{"a prefix of the secret", `{"secret": "` + testSecret + `"}`, []string{"x-moe-debug", testSecret[:10]}, false, false, "bad_secret"},
+		{"empty value", `{"secret": "` + testSecret + `"}`, []string{"x-moe-debug", ""}, false, false, "bad_secret"},
+		{"twice", `{"secret": "` + testSecret + `"}`, []string{"x-moe-debug", testSecret, "x-moe-debug", testSecret}, false, false, "bad_secret"},
+		{"no header", `{"secret": "` + testSecret + `"}`, nil, false, false, ""},
+		{"configured header name", `{"secret": "` + testSecret + `", "header": "X-Trace-Me"}`, []string{"x-trace-me", testSecret}, true, true, "traced"},
+		{"slow log only: every request traced", `{"slow_threshold": "1s"}`, []string{"x-moe-debug", testSecret}, false, true, ""},
+		{"slow log and a wrong secret: traced for the log only", `{"secret": "` + testSecret + `", "slow_threshold": "1s"}`, []string{"x-moe-debug", "nope-nope-nope-nope"}, false, true, "bad_secret"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, env := parse(t, tc.config)
@@ -105,8 +105,8 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		{`{}`, "secret", "is required unless slow_threshold is set"},
 		{`{"secret": "short"}`, "secret", "must be 16 to 1024 bytes long, got 5 bytes"},
 		{`{"secret": "has a space in it ok"}`, "secret", "printable ASCII without spaces"},
-		{`{"secret": "` + secret + `", "header": "x debug"}`, "header", "not a valid header name"},
-		{`{"secret": "` + secret + `", "response_header": ""}`, "response_header", "not a valid header name"},
+		{`{"secret": "` + testSecret + `", "header": "x debug"}`, "header", "not a valid header name"},
+		{`{"secret": "` + testSecret + `", "response_header": ""}`, "response_header", "not a valid header name"},
 		{`{"slow_threshold": "-1s"}`, "slow_threshold", "between 0s and 1h0m0s"},
 		{`{"slow_threshold": "soon"}`, "slow_threshold", "invalid duration"},
 		{`{"secrt": "x"}`, "secrt", "unknown field"},

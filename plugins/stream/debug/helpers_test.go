@@ -6,7 +6,7 @@ import (
 	"github.com/moeproxy/moe/shared/testing/fakeframework"
 )
 
-const secret = "s3cret-debug-token-0123"
+const testSecret = "s3cret-debug-token-0123"
 
 func parse(t testing.TB, js string) (*Config, *fakeframework.Env) {
 	t.Helper()

@@ -1,4 +1,7 @@
-package authn
+// Package secret fingerprints secrets (API keys, passwords, shared tokens) so
+// that plugins can index and compare them without timing leaks: key-auth's key
+// index, basic-auth's clear-text passwords, the debug plugin's secret.
+package secret
 
 import (
 	"crypto/rand"
@@ -31,7 +34,7 @@ type Digest [16]byte
 var digestKey = func() (k [2]uint64) {
 	var b [16]byte
 	if _, err := rand.Read(b[:]); err != nil {
-		panic("authn: no randomness for the digest key: " + err.Error()) // crypto/rand does not fail on Linux
+		panic("secret: no randomness for the digest key: " + err.Error()) // crypto/rand does not fail on Linux
 	}
 	return [2]uint64{binary.LittleEndian.Uint64(b[:8]), binary.LittleEndian.Uint64(b[8:])}
 }()

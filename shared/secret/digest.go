@@ -31,7 +31,7 @@ type Digest [16]byte
 // digestKey is the SipHash key of this process. Global on purpose: every
 // config version must map a secret to the same digest as the requests it
 // serves, and nothing writes it after init.
-var digestKey = func() (k [2]uint64) {
+var digestKey = func() [2]uint64 {
 	var b [16]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		panic("secret: no randomness for the digest key: " + err.Error()) // crypto/rand does not fail on Linux

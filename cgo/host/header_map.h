@@ -5,7 +5,6 @@
 // header_bytes, so it must describe exactly what copyTo() writes.
 #pragma once
 #include <algorithm>
-#include <cctype>
 #include <cstdint>
 #include <functional>
 #include <memory>

@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include <array>
-#include <cctype>
 #include <climits>
 #include <ctime>
 #include <cstring>

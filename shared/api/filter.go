@@ -10,7 +10,10 @@ type Filter = any
 // lazily, the first time the plugin runs for a request, and must always return
 // the same concrete type for a given config. A stateless filter may return one
 // shared value (no allocation per request); then it must be safe for
-// concurrent use.
+// concurrent use. A factory that returns an equal filter on two calls at config
+// time (the same pointer, or a comparable value such as an empty struct) and
+// whose filter takes no handlers is not called per request: every request uses
+// that filter. So a factory must have no side effects.
 type Factory func(config any) Filter
 
 // ReceiverFilter runs on the request path (MOSN StreamReceiverFilter.OnReceive).

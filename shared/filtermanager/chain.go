@@ -35,6 +35,9 @@ type plugin struct {
 	// identifies marks plugins that establish the consumer (they accept
 	// per-consumer credentials); per-consumer plugins run after the last one.
 	identifies bool
+	// shared is the filter every request uses when the factory hands out one
+	// config-time filter (sharedFilter); nil: one filter per request.
+	shared *filters
 
 	// Precomputed strings so the panic path does not build them.
 	panicBody    string
@@ -226,6 +229,9 @@ func newPlugin(e config.Entry) *plugin {
 			log.Errorf("plugin %s: %v", e.Name, err)
 		}
 		p.hooks = h
+	}
+	if p.hooks != 0 {
+		p.shared = sharedFilter(p)
 	}
 	return p
 }

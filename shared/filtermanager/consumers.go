@@ -124,7 +124,7 @@ func (s *stream) switchConsumer(d *side, k phaseKind, i int) (int, bool) {
 	s.slots = s.slots[:len(cc.plugins)] // capacity reserved by newStream
 	for j := cc.shared; j < len(cc.plugins); j++ {
 		sl := &s.slots[j]
-		sl.s, sl.p, sl.f = s, cc.plugins[j], filters{}
+		sl.s, sl.p, sl.fp, sl.f = s, cc.plugins[j], nil, filters{}
 	}
 	s.ch.Store(cc)
 	if k == kHeaders {

@@ -3,6 +3,7 @@ package filtermanager
 import (
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	envoy "github.com/envoyproxy/envoy/contrib/golang/common/go/api"
 
@@ -32,21 +33,24 @@ func (f *filters) destroyer() api.Destroyer        { v, _ := f.f.(api.Destroyer)
 type slot struct {
 	s *stream
 	p *plugin
-	// ready is 1 once f is set; read with an atomic load (a plain load on
-	// amd64 and arm64) on the hot path, see isReady and create.
-	ready uint32
-	f     filters
+	// fp points to the plugin's filters once they exist: f, or the plugin's
+	// shared filters (sharedFilter); nil before. Read with an atomic load (a
+	// plain load on amd64 and arm64) on the hot path, see filter and publish.
+	fp unsafe.Pointer // *filters
+	f  filters
 }
 
-func (sl *slot) isReady() bool { return atomic.LoadUint32(&sl.ready) != 0 }
+func (sl *slot) loaded() *filters { return (*filters)(atomic.LoadPointer(&sl.fp)) }
+
+func (sl *slot) isReady() bool { return sl.loaded() != nil }
 
 // filter creates the plugin's filter on first use. Once a phase of the
 // request went to a goroutine, that goroutine and the worker thread (encode,
 // destroy) may race to create it, hence the lock; before that only the worker
 // thread runs this request's phases and no lock is needed.
 func (sl *slot) filter() *filters {
-	if sl.isReady() { // small enough to be inlined at every call
-		return &sl.f
+	if fp := sl.loaded(); fp != nil { // small enough to be inlined at every call
+		return fp
 	}
 	return sl.firstUse()
 }
@@ -54,33 +58,26 @@ func (sl *slot) filter() *filters {
 func (sl *slot) firstUse() *filters {
 	s := sl.s
 	if !s.wentAsync {
-		sl.create()
-		return &sl.f
+		return sl.create()
 	}
 	// A lock of its own (not s.mu): the factory and handler setters are plugin
 	// code and may call stream methods.
 	s.createMu.Lock()
 	defer s.createMu.Unlock()
-	if !sl.isReady() {
-		sl.create()
+	if fp := sl.loaded(); fp != nil {
+		return fp
 	}
-	return &sl.f
+	return sl.create()
 }
 
-func (sl *slot) create() {
+func (sl *slot) create() *filters {
 	p := sl.p
+	if sh := p.shared; sh != nil {
+		return sl.publish(sh)
+	}
 	f := p.factory(p.config)
-	sl.f.f = f
-	// Only the interfaces the plugin's probed filter has (registry.Probe, once
-	// per config): the assertions that fail are the costly ones, and a call
-	// site that sees many filter types misses Go's type-assertion cache.
+	sl.f = filtersOf(f, p.hooks)
 	h := p.hooks
-	if h.Has(registry.HookReceive) {
-		sl.f.recv, _ = f.(api.ReceiverFilter)
-	}
-	if h.Has(registry.HookSend) {
-		sl.f.send, _ = f.(api.SenderFilter)
-	}
 	if h.Has(registry.HookReceiveSetter) {
 		if hs, ok := f.(api.ReceiverHandlerSetter); ok {
 			hs.SetReceiveFilterHandler((*recvHandler)(sl))
@@ -91,14 +88,35 @@ func (sl *slot) create() {
 			hs.SetSenderFilterHandler((*sendHandler)(sl))
 		}
 	}
-	// An atomic store is a locked instruction (~5 ns, once per plugin and
-	// request); before the request's first goroutine starts, nothing else can
-	// read the flag, and starting that goroutine publishes this plain write.
-	if sl.s.wentAsync {
-		atomic.StoreUint32(&sl.ready, 1)
-	} else {
-		sl.ready = 1
+	return sl.publish(&sl.f)
+}
+
+// filtersOf is f with the phase interfaces it has. Only those the plugin's
+// probed filter has (registry.Probe, once per config) are asserted: the
+// assertions that fail are the costly ones, and a call site that sees many
+// filter types misses Go's type-assertion cache.
+func filtersOf(f api.Filter, h registry.Hooks) filters {
+	fs := filters{f: f}
+	if h.Has(registry.HookReceive) {
+		fs.recv, _ = f.(api.ReceiverFilter)
 	}
+	if h.Has(registry.HookSend) {
+		fs.send, _ = f.(api.SenderFilter)
+	}
+	return fs
+}
+
+// publish makes fp the slot's filters. An atomic store is a locked
+// instruction (~5 ns, once per plugin and request); before the request's first
+// goroutine starts, nothing else can read the pointer, and starting that
+// goroutine publishes this plain write.
+func (sl *slot) publish(fp *filters) *filters {
+	if sl.s.wentAsync {
+		atomic.StorePointer(&sl.fp, unsafe.Pointer(fp))
+	} else {
+		sl.fp = unsafe.Pointer(fp)
+	}
+	return fp
 }
 
 var _ api.Context = (*slot)(nil)

@@ -22,7 +22,9 @@ type Plugin struct {
 	// NewConfig returns a pointer to a new config struct holding the defaults.
 	// nil means the plugin takes no config (only {} or an absent config is valid).
 	NewConfig func() any
-	// Factory builds the per-request filter from the parsed config.
+	// Factory builds the per-request filter from the parsed config; one that
+	// returns one config-time filter is only called at config time (see
+	// api.Factory).
 	Factory api.Factory
 	// Needs declares phase, body needs and blocking phases (see api.Needs).
 	Needs api.Needs

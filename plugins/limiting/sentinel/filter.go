@@ -4,7 +4,6 @@ import (
 	"errors"
 	"sync"
 
-	sapi "github.com/alibaba/sentinel-golang/api"
 	"github.com/alibaba/sentinel-golang/core/base"
 
 	"github.com/moeproxy/moe/shared/api"
@@ -44,28 +43,23 @@ func (f *filter) OnReceive(ctx api.Context, _ api.RequestHeaderMap, _ api.Buffer
 	var buf [128]byte
 	res := rt.space.lookup(truncate(rt.resource.AppendTo(buf[:0], ctx)))
 	sr := rt.space.rules.Load()
-	opts := sr.opts
+	kind := sr.entry
 	if rt.pressureMatch != nil && rt.pressureMatch.Render(ctx) == rt.pressureValue {
 		res = res.pressure
-		if sr.pressureOpts != nil { // nil when a config without pressure_test took over the namespace
-			opts = sr.pressureOpts
+		if sr.pressureEntry != nil { // nil when a config without pressure_test took over the namespace
+			kind = sr.pressureEntry
 		}
 	}
-	var e *base.SentinelEntry
-	var blk *base.BlockError
+	var args []any
 	if hotKeys := sr.hotKeys; len(hotKeys) > 0 {
-		args := make([]interface{}, len(hotKeys))
+		args = make([]any, len(hotKeys))
 		for i, t := range hotKeys {
 			if v := t.Render(ctx); v != "" {
 				args[i] = truncate(v) // empty keys are not limited (nil args are skipped)
 			}
 		}
-		all := make([]sapi.EntryOption, 0, len(opts)+1)
-		all = append(append(all, opts...), sapi.WithArgs(args...))
-		e, blk = sapi.Entry(res.name, all...)
-	} else {
-		e, blk = sapi.Entry(res.name, opts...)
 	}
+	e, blk := kind.enter(res, args)
 	if blk != nil {
 		r := reasonOf(blk.BlockType())
 		inc(res.blocked[r])

@@ -61,7 +61,8 @@ type space struct {
 type resource struct {
 	name     string
 	key      string
-	pressure *resource // == self when pressure traffic shares the resource
+	pressure *resource                            // == self when pressure traffic shares the resource
+	wrap     atomic.Pointer[base.ResourceWrapper] // see wrapper
 	passed   api.Counter
 	blocked  [numReasons]api.Counter
 }

@@ -4,7 +4,6 @@ import (
 	"strings"
 	"time"
 
-	sapi "github.com/alibaba/sentinel-golang/api"
 	"github.com/alibaba/sentinel-golang/core/base"
 	"github.com/alibaba/sentinel-golang/core/circuitbreaker"
 	"github.com/alibaba/sentinel-golang/core/flow"
@@ -49,10 +48,10 @@ type spaceRules struct {
 	// breakers: some rule set has circuit breakers, so responses must be
 	// classified (reading the response status copies the response headers).
 	breakers bool
-	// opts are the entry options of normal and of pressure traffic: the
-	// traffic type and a slot chain with the slots of these rules only
-	// (slotchain.go). pressureOpts is nil without pressure_test.
-	opts, pressureOpts []sapi.EntryOption
+	// entry and pressureEntry are how normal and pressure traffic enter
+	// sentinel: the traffic type and a slot chain with the slots of these
+	// rules only (slotchain.go). pressureEntry is nil without pressure_test.
+	entry, pressureEntry *entryKind
 }
 
 func newSpaceRules(c *Config, hash string) *spaceRules {
@@ -83,13 +82,13 @@ func newSpaceRules(c *Config, hash string) *spaceRules {
 	if inbound {
 		traffic = base.Inbound
 	}
-	sr.opts = []sapi.EntryOption{sapi.WithTrafficType(traffic), sapi.WithSlotChain(newSlotChain(&sr.normal, inbound))}
+	sr.entry = &entryKind{traffic: traffic, chain: newSlotChain(&sr.normal, inbound)}
 	if p := c.PressureTest; p != nil {
 		rs := &sr.normal // pressure traffic without rules of its own uses the normal resources
 		if sr.pressure != nil {
 			rs = sr.pressure
 		}
-		sr.pressureOpts = []sapi.EntryOption{sapi.WithTrafficType(traffic), sapi.WithSlotChain(newPressureChain(rs, inbound, p.SystemRatio))}
+		sr.pressureEntry = &entryKind{traffic: traffic, chain: newPressureChain(rs, inbound, p.SystemRatio)}
 	}
 	return sr
 }

@@ -122,8 +122,10 @@ type Chain struct {
 	// destroy them); merged chains share their parents' configs.
 	owned bool
 
-	// encoded caches consumers' filter-state JSON (shared_state.go).
+	// encoded caches consumers' filter-state JSON, decoded the consumers
+	// read from it (shared_state.go).
 	encoded consumerEncodings
+	decoded consumerDecodings
 }
 
 // Destroy implements Envoy's api.Config: called when Envoy drops the config.

@@ -20,7 +20,7 @@ include build/cshared.mk
 GO_SOURCES := $(shell find . -name '*.go' -not -name '*_test.go' -not -path './out/*') go.mod go.sum
 HOST_SOURCES := $(wildcard cgo/host/*.cc cgo/host/*.h cgo/host/testing/*.cc cgo/host/Makefile)
 
-.PHONY: all deps build run example dynamic test test-asan test-istiod test-fuzz fuzz bench bench-e2e bench-go soak image clean
+.PHONY: all deps build run example dynamic test test-asan test-istiod test-fuzz fuzz bench bench-e2e bench-go bench-htnn soak image clean
 
 all: build
 
@@ -128,6 +128,12 @@ bench-e2e: build $(OUT)/libconformance.so $(OUT)/moebench
 	$(OUT)/moebench $(BENCH_ARGS)
 
 BENCH_GO_TIME := $(if $(filter 1,$(BENCH_QUICK)),50ms,500ms)
+# moe's filter manager beside HTNN's, equal work, in one run (needs a checkout of mosn/htnn):
+#   make bench-htnn HTNN=/path/to/htnn
+bench-htnn:
+	@test -n "$(HTNN)" || { echo "usage: make bench-htnn HTNN=/path/to/htnn (a checkout of github.com/mosn/htnn)" >&2; exit 2; }
+	cmd/moebench/vs-htnn.sh $(HTNN)
+
 bench-go: build
 	@mkdir -p $(OUT)/bench
 	set -o pipefail; $(GO) test -run '^$$' -bench . -benchmem -benchtime=$(BENCH_GO_TIME) ./shared/... ./plugins/... | tee $(OUT)/bench/go-bench.txt

@@ -18,9 +18,13 @@ include build/cshared.mk
 # harnesses run `make -s out/<binary>` before using one (shared/testing/hosttest), so these
 # rules decide when a test rebuilds.
 GO_SOURCES := $(shell find . -name '*.go' -not -name '*_test.go' -not -path './out/*') go.mod go.sum
+# A deleted or renamed source file changes no timestamp make can see, so the list itself is kept
+# in out/go-sources.list, rewritten only when it changed (its recipe runs every time; make then
+# looks at the file's own time). go build decides the rest from its cache.
+GO_DEPS := $(GO_SOURCES) $(OUT)/go-sources.list
 HOST_SOURCES := $(wildcard cgo/host/*.cc cgo/host/*.h cgo/host/testing/*.cc cgo/host/Makefile)
 
-.PHONY: all deps build run example dynamic test test-asan test-istiod test-fuzz fuzz bench bench-e2e bench-go bench-htnn soak image clean
+.PHONY: all deps build run example dynamic test test-asan test-istiod test-fuzz fuzz bench bench-e2e bench-go bench-htnn soak image clean FORCE
 
 all: build
 
@@ -29,7 +33,12 @@ deps:
 
 build: deps $(OUT)/libgolang.so $(OUT)/moe-host $(OUT)/moectl $(OUT)/echo-upstream
 
-$(OUT)/libgolang.so: $(GO_SOURCES) build/cshared.mk
+$(OUT)/go-sources.list: FORCE
+	@mkdir -p $(@D); t=$@.$$$$; printf '%s\n' $(GO_SOURCES) >$$t; if cmp -s $$t $@; then rm -f $$t; else mv -f $$t $@; fi
+
+FORCE:
+
+$(OUT)/libgolang.so: $(GO_DEPS) build/cshared.mk
 	$(GO) build -buildmode=c-shared -ldflags='$(CSHARED_LDFLAGS)' -o $@ ./cgo/libgolang
 
 $(OUT)/moe-host: $(HOST_SOURCES)
@@ -42,21 +51,21 @@ $(OUT)/moe-host-asan: $(HOST_SOURCES)
 $(OUT)/moe-host-netonly: $(HOST_SOURCES)
 	$(MAKE) -C cgo/host -j2 netonly
 
-$(OUT)/moectl: $(GO_SOURCES)
+$(OUT)/moectl: $(GO_DEPS)
 	$(GO) build -o $@ ./cmd/moectl
 
-$(OUT)/echo-upstream: $(GO_SOURCES)
+$(OUT)/echo-upstream: $(GO_DEPS)
 	$(GO) build -o $@ ./cmd/echo-upstream
 
-$(OUT)/moebench: $(GO_SOURCES)
+$(OUT)/moebench: $(GO_DEPS)
 	$(GO) build -o $@ ./cmd/moebench
 
 # Test-only libraries: the conformance plugins for moe-host, and the framework's e2e plugins next
 # to every shipped plugin (the chaos suite runs the demo chain with plugins that misbehave).
-$(OUT)/libconformance.so: $(GO_SOURCES) build/cshared.mk
+$(OUT)/libconformance.so: $(GO_DEPS) build/cshared.mk
 	$(GO) build -buildmode=c-shared -ldflags='$(CSHARED_LDFLAGS)' -o $@ ./cgo/host/conformance/so
 
-$(OUT)/libmoe-e2e.so: $(GO_SOURCES) build/cshared.mk
+$(OUT)/libmoe-e2e.so: $(GO_DEPS) build/cshared.mk
 	$(GO) build -buildmode=c-shared -ldflags='$(CSHARED_LDFLAGS)' -o $@ ./shared/e2e/so
 
 TEST_BINS := $(OUT)/libconformance.so $(OUT)/libmoe-e2e.so $(OUT)/moe-host-netonly $(OUT)/moe-host-asan

@@ -122,8 +122,8 @@ type Chain struct {
 	// destroy them); merged chains share their parents' configs.
 	owned bool
 
-	// encoded caches consumers' filter-state JSON, decoded the consumers
-	// read from it (shared_state.go).
+	// encoded caches the filter-state JSON of consumers this chain wrote,
+	// decoded the consumers it read from the filter state (shared_state.go).
 	encoded consumerEncodings
 	decoded consumerDecodings
 }

@@ -22,7 +22,6 @@ GO_SOURCES := $(shell find . -name '*.go' -not -name '*_test.go' -not -path './o
 # in out/go-sources.list, rewritten only when it changed (its recipe runs every time; make then
 # looks at the file's own time). go build decides the rest from its cache.
 GO_DEPS := $(GO_SOURCES) $(OUT)/go-sources.list
-HOST_SOURCES := $(wildcard cgo/host/*.cc cgo/host/*.h cgo/host/testing/*.cc cgo/host/Makefile)
 
 .PHONY: all deps build run example dynamic test test-asan test-istiod test-fuzz fuzz bench bench-e2e bench-go bench-htnn soak image clean FORCE
 
@@ -41,14 +40,16 @@ FORCE:
 $(OUT)/libgolang.so: $(GO_DEPS) build/cshared.mk
 	$(GO) build -buildmode=c-shared -ldflags='$(CSHARED_LDFLAGS)' -o $@ ./cgo/libgolang
 
-$(OUT)/moe-host: $(HOST_SOURCES)
+# moe-host's own Makefile decides what to rebuild: it tracks headers (-MMD) and its list of
+# sources, which a timestamp here cannot (a deleted .cc).
+$(OUT)/moe-host: FORCE
 	$(MAKE) -C cgo/host -j2
 
-$(OUT)/moe-host-asan: $(HOST_SOURCES)
+$(OUT)/moe-host-asan: FORCE
 	$(MAKE) -C cgo/host -j2 asan
 
 # The network side alone behind a stub connection manager (cgo/host/nettest drives it).
-$(OUT)/moe-host-netonly: $(HOST_SOURCES)
+$(OUT)/moe-host-netonly: FORCE
 	$(MAKE) -C cgo/host -j2 netonly
 
 $(OUT)/moectl: $(GO_DEPS)

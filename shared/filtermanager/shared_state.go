@@ -199,31 +199,21 @@ func (s *stream) setFilterStateLocked(key, value string) {
 // naming consumers after a claim) would fill the cache, so it stops growing
 // at maxCachedConsumers and the rest are encoded each time.
 type consumerEncodings struct {
-	m sync.Map // *api.Consumer -> string
-	n atomic.Int32
+	cache boundedCache[*api.Consumer, string]
 }
-
-// maxCachedConsumers bounds each of a chain's two consumer caches.
-const maxCachedConsumers = 4096
 
 func (e *consumerEncodings) of(c *api.Consumer) string {
 	if c == nil {
 		return ""
 	}
-	if v, ok := e.m.Load(c); ok {
-		return v.(string)
+	if v, ok := e.cache.load(c); ok {
+		return v
 	}
 	b, err := json.Marshal(c)
 	if err != nil {
 		return ""
 	}
-	v := string(b)
-	if e.n.Load() < maxCachedConsumers {
-		if _, loaded := e.m.LoadOrStore(c, v); !loaded {
-			e.n.Add(1)
-		}
-	}
-	return v
+	return e.cache.store(c, string(b))
 }
 
 // consumerDecodings caches the consumers a chain read from the filter state
@@ -234,24 +224,49 @@ func (e *consumerEncodings) of(c *api.Consumer) string {
 // (api.Consumer), so requests share them. Bounded like consumerEncodings;
 // malformed JSON is not cached (it is logged each time).
 type consumerDecodings struct {
-	m sync.Map // JSON -> *api.Consumer
-	n atomic.Int32
+	cache boundedCache[string, *api.Consumer]
 }
 
 // of returns the consumer v encodes, or nil when v is not a consumer's JSON.
 func (d *consumerDecodings) of(v string) *api.Consumer {
-	if c, ok := d.m.Load(v); ok {
-		return c.(*api.Consumer)
+	if c, ok := d.cache.load(v); ok {
+		return c
 	}
 	c := &api.Consumer{}
 	if err := json.Unmarshal([]byte(v), c); err != nil || c.Name == "" {
 		return nil
 	}
-	if d.n.Load() < maxCachedConsumers {
-		if prev, loaded := d.m.LoadOrStore(v, c); loaded {
-			return prev.(*api.Consumer)
-		}
-		d.n.Add(1)
+	return d.cache.store(v, c)
+}
+
+// maxCachedConsumers bounds each of a chain's two consumer caches.
+const maxCachedConsumers = 4096
+
+// boundedCache is a concurrent map that stops growing at maxCachedConsumers
+// entries; past that, store keeps nothing and the caller's value is used once.
+type boundedCache[K comparable, V any] struct {
+	m sync.Map // K -> V
+	n atomic.Int32
+}
+
+func (c *boundedCache[K, V]) load(k K) (V, bool) {
+	v, ok := c.m.Load(k)
+	if !ok {
+		var zero V
+		return zero, false
 	}
-	return c
+	return v.(V), true
+}
+
+// store caches v under k while there is room and returns the value to use:
+// the one another goroutine stored first, or v.
+func (c *boundedCache[K, V]) store(k K, v V) V {
+	if c.n.Load() >= maxCachedConsumers {
+		return v
+	}
+	if prev, loaded := c.m.LoadOrStore(k, v); loaded {
+		return prev.(V)
+	}
+	c.n.Add(1)
+	return v
 }

@@ -25,15 +25,15 @@ func TestConsumerDecodingsCacheWellFormedConsumersOnly(t *testing.T) {
 			}
 		}
 	}
-	if n := d.n.Load(); n != 1 {
+	if n := d.cache.n.Load(); n != 1 {
 		t.Errorf("%d entries cached, want 1 (malformed JSON is not cached)", n)
 	}
-	for i := d.n.Load(); i < maxCachedConsumers+10; i++ {
+	for i := d.cache.n.Load(); i < maxCachedConsumers+10; i++ {
 		if c := d.of(fmt.Sprintf(`{"name":"c%d"}`, i)); c == nil || c.Name != fmt.Sprintf("c%d", i) {
 			t.Fatalf("consumer %d decoded as %+v", i, c)
 		}
 	}
-	if n := d.n.Load(); n != maxCachedConsumers {
+	if n := d.cache.n.Load(); n != maxCachedConsumers {
 		t.Errorf("%d entries cached, want the bound %d", n, maxCachedConsumers)
 	}
 }

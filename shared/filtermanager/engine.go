@@ -90,6 +90,12 @@ func (s *stream) runAsync(d *side, k phaseKind, chunkEnd bool, from int) {
 // runRange calls the plugins at positions [from, to) of the pass; a panic
 // ends the request with a 500. After a consumer switch it returns outSwitch
 // and the position to continue from in the new chain's pass.
+//
+// The loop keeps few values live: what every hook of the pass gets is in
+// args, on the stack, and callHook builds each call from it. With the
+// arguments in the loop itself Go's register allocator spilled and reloaded
+// a dozen of them per plugin (about 40 of the loop's ~95 instructions per
+// plugin and phase, seen under callgrind).
 func (s *stream) runRange(d *side, k phaseKind, chunkEnd bool, from, to int) (out outcome, next int) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -99,70 +105,88 @@ func (s *stream) runRange(d *side, k phaseKind, chunkEnd bool, from, to int) (ou
 	p, _ := s.passOf(d, k)
 	// The chain changes only by a consumer switch, which ends this range.
 	ch := s.ch.Load()
+	args := hookArgs{chunkEnd: chunkEnd, allData: k == kData}
 	// What the hooks get does not change during a pass (Envoy's entry points
 	// attach the body and trailers; the empty chunk below is detached again):
 	// looked up once, not per plugin.
-	var body, chunk api.Buffer
-	var trailers api.HeaderMap
 	if k == kWhole {
-		body, trailers = s.wholeArgs(d)
+		args.body, args.trailers = s.wholeArgs(d)
+		// A whole-body pass without a body (trailers only) gives its
+		// streaming plugins an empty last chunk, for their call only: the
+		// whole-body plugins after them still get no body, like those before
+		// (api.Filter: nil unless the request has one), and GetRequestData
+		// agrees.
+		args.emptyChunk = args.body == nil
 	}
-	// A whole-body pass without a body (trailers only) gives its streaming
-	// plugins an empty last chunk, for their call only: the whole-body
-	// plugins after them still get no body, like those before (api.Filter:
-	// nil unless the request has one), and GetRequestData agrees.
-	emptyChunk := k == kWhole && body == nil
+	// Request headers and the switch check matter only in the decode
+	// direction's header passes.
+	decodeHeaders := d.decode && k != kData
 	for i := from; i < to; i++ {
 		idx, dataHook := p.at(i)
-		if k == kData {
-			dataHook = true
-		}
-		d.cur = idx
 		sl := &s.slots[idx]
-		f := sl.filter()
-		var st api.Status
-		var start time.Time
-		tracing := s.tracing.Load()
-		if tracing {
-			start = time.Now()
-		}
-		if dataHook && chunk == nil {
-			chunk = s.chunkArg(d)
-		}
-		switch {
-		case dataHook && d.decode:
-			st = f.recvData().OnReceiveData(sl, chunk, chunkEnd)
-		case dataHook:
-			st = f.sendData().AppendData(sl, chunk, chunkEnd)
-		case d.decode:
-			st = f.recv.OnReceive(sl, &d.headers, body, trailers)
-		default:
-			st = f.send.Append(sl, &d.headers, body, trailers)
-		}
-		if tracing {
-			s.recordCall(sl.p, d.decode, dataHook, start, st)
-		}
-		if dataHook && emptyChunk {
-			s.detachChunk(d)
-			chunk = nil
-		}
+		st := s.callHook(d, sl, idx, dataHook, &args)
 		// replied is an atomic so the common case (no reply) takes no lock.
 		if st == api.Stop || d.replied.Load() {
 			s.stopped(d, sl.p)
 			return outReply, 0
 		}
+		if !decodeHeaders {
+			continue
+		}
 		// Leaving the BeforeRoute group: make Envoy see the changed headers and
 		// match the route again.
-		if d.decode && !dataHook && idx == ch.lastBeforeRoute {
+		if !dataHook && idx == ch.lastBeforeRoute {
 			s.routeBoundary()
 		}
-		if d.decode && k != kData && s.switchTo.Load() != nil {
+		if s.switchTo.Load() != nil {
 			if pos, ok := s.switchConsumer(d, k, i); ok {
 				return outSwitch, pos
 			}
 		}
 	}
 	return outOK, 0
+}
+
+// hookArgs is what every hook of one pass gets (runRange).
+type hookArgs struct {
+	body, chunk api.Buffer // chunk: looked up by the first data hook
+	trailers    api.HeaderMap
+	chunkEnd    bool
+	allData     bool // a data pass: every position is a data hook
+	emptyChunk  bool // the chunk is an empty one attached for this pass
+}
+
+// callHook calls the hook of plugin slot sl (index idx) for the pass.
+func (s *stream) callHook(d *side, sl *slot, idx int, dataHook bool, a *hookArgs) (st api.Status) {
+	dataHook = dataHook || a.allData
+	d.cur = idx
+	f := sl.filter()
+	var start time.Time
+	tracing := s.tracing.Load()
+	if tracing {
+		start = time.Now()
+	}
+	if dataHook && a.chunk == nil {
+		a.chunk = s.chunkArg(d)
+	}
+	switch {
+	case dataHook && d.decode:
+		st = f.recvData().OnReceiveData(sl, a.chunk, a.chunkEnd)
+	case dataHook:
+		st = f.sendData().AppendData(sl, a.chunk, a.chunkEnd)
+	case d.decode:
+		st = f.recv.OnReceive(sl, &d.headers, a.body, a.trailers)
+	default:
+		st = f.send.Append(sl, &d.headers, a.body, a.trailers)
+	}
+	if tracing {
+		s.recordCall(sl.p, d.decode, dataHook, start, st)
+	}
+	if dataHook && a.emptyChunk {
+		s.detachChunk(d)
+		a.chunk = nil
+	}
+	return st
 }
 
 // stopped records the end of a pass by plugin p: its reply, or a 500 when it

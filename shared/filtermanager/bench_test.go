@@ -236,6 +236,38 @@ func TestHeaderValuesDoesNotAllocate(t *testing.T) {
 	}
 }
 
+// A request through a sync chain costs one allocation, the stream, whether or
+// not its plugins see bodies (their trailers and bodies are in the stream
+// then) and whether or not the request has one.
+func TestStreamIsTheRequestsOneAllocation(t *testing.T) {
+	streaming := api.Needs{RequestBody: api.StreamingBody, ResponseBody: api.StreamingBody}
+	for _, tc := range []struct {
+		name    string
+		needs   api.Needs
+		f       any
+		plugins int
+		body    bool
+	}{
+		{"header-only plugin, no body", api.Needs{}, regularHooks{}, 1, false},
+		{"header-only plugin, body", api.Needs{}, regularHooks{}, 1, true},
+		{"six header-only plugins, body", api.Needs{}, regularHooks{}, 6, true},
+		{"streaming plugin, body", streaming, passAll{}, 1, true},
+		{"six streaming plugins, body", streaming, passAll{}, 6, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			names := make([]string, tc.plugins)
+			for i := range names {
+				names[i] = plugin(t, tc.needs, tc.f)
+			}
+			fb := fakeenvoy.NewBench(filtermanager.Factory, mustChain(t, names...))
+			fb.WithBody = tc.body
+			if n := testing.AllocsPerRun(200, func() { fb.Run() }); n != 1 {
+				t.Errorf("%v allocations per request, want 1", n)
+			}
+		})
+	}
+}
+
 // passAll implements every hook and does nothing: the plugin of HTNN's filter
 // manager benchmarks (api.PassThroughFilter), for an equal-work comparison.
 type passAll struct{}

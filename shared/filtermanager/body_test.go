@@ -1,6 +1,7 @@
 package filtermanager_test
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -221,5 +222,41 @@ func TestTrailersOnlyRequestGivesWholeBodyPluginsNoBody(t *testing.T) {
 		if got := strings.Join(seen, " "); got != want {
 			t.Errorf("block=%v: %s\nwant %s", block, got, want)
 		}
+	}
+}
+
+// A chain whose plugins see no body keeps a request's trailers and body out of
+// its stream until something needs them: trailers that arrive, a handler call,
+// the access log. What plugins see is the same either way.
+func TestHeaderOnlyChainSeesTrailersAndBodyWhenAsked(t *testing.T) {
+	var seen []string
+	p := plugin(t, api.Needs{}, struct {
+		recvF
+		logF
+	}{
+		recvF{func(ctx api.Context, _ api.RequestHeaderMap, b api.Buffer, tr api.HeaderMap) api.Status {
+			r := ctx.Receiver()
+			seen = append(seen,
+				fmt.Sprintf("args body=%t trailers=%t", b != nil, tr != nil),
+				fmt.Sprintf("get body=%t trailers=%t", r.GetRequestData() != nil, r.GetRequestTrailers() != nil),
+				fmt.Sprintf("set body unavailable=%t", errors.Is(r.SetRequestData(nil), api.ErrUnavailable)),
+				fmt.Sprintf("set trailers unavailable=%t", errors.Is(r.SetRequestTrailers(nil), api.ErrUnavailable)))
+			return api.Continue
+		}},
+		logF{func(ctx api.Context, _ api.RequestHeaderMap, _ api.ResponseHeaderMap, _ api.RequestInfo) {
+			v := "none"
+			if tr := ctx.Receiver().GetRequestTrailers(); tr != nil {
+				v, _ = tr.Get("x-checksum")
+			}
+			seen = append(seen, "log trailers="+v)
+		}},
+	})
+	res := do(t, mustChain(t, p), fakeenvoy.Request{Method: "POST", Body: []string{"ab"}, Trailers: [][2]string{{"x-checksum", "42"}}})
+	want := "args body=false trailers=false|get body=false trailers=false|set body unavailable=true|set trailers unavailable=true|log trailers=42"
+	if got := strings.Join(seen, "|"); got != want {
+		t.Errorf("plugin saw\n %s\nwant\n %s", got, want)
+	}
+	if res.Upstream.Body != "ab" || res.Upstream.Trailers["x-checksum"][0] != "42" {
+		t.Errorf("upstream body %q trailers %v", res.Upstream.Body, res.Upstream.Trailers)
 	}
 }

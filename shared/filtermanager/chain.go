@@ -80,6 +80,9 @@ type direction struct {
 	maxBody int
 }
 
+// seesBodies reports whether a plugin of the direction gets its body.
+func (d *direction) seesBodies() bool { return d.whole >= 0 || len(d.data.order) > 0 }
+
 // Chain is a parsed, ready-to-run plugin chain: the parsed config object Envoy
 // stores per config id, the result of a per-route merge, or the chain a
 // consumer's own plugins make of one of those.
@@ -114,6 +117,10 @@ type Chain struct {
 	// extraSlots is how many more plugins the longest consumer chain has, so
 	// a stream reserves its slots once and never moves them.
 	extraSlots int
+	// bodies: a plugin of this chain or of a consumer's chain sees bodies
+	// (streaming or whole), so streams hold both sides' trailers and body
+	// inline (allocStream); other streams allocate them when first needed.
+	bodies bool
 	// shared is how many leading plugins a consumer chain has in common with
 	// the chain it was built from (0 for other chains).
 	shared int
@@ -206,6 +213,7 @@ func build(entries []config.Entry) *Chain {
 	}
 	c.dec = c.buildDirection(true, decData)
 	c.enc = c.buildDirection(false, encData)
+	c.bodies = c.dec.seesBodies() || c.enc.seesBodies()
 	c.readsRequestLater = len(c.enc.headers.order) > 0 || len(decData) > 0 || len(encData) > 0 || c.dec.whole >= 0
 	c.readsResponseLater = len(encData) > 0
 	return c

@@ -60,6 +60,7 @@ func (c *Chain) buildConsumerChains() []error {
 		if extra := len(cc.plugins) - len(c.plugins); extra > c.extraSlots {
 			c.extraSlots = extra
 		}
+		c.bodies = c.bodies || cc.bodies
 	}
 	return problems
 }

@@ -207,20 +207,32 @@ func (s *stream) stopped(d *side, p *plugin) {
 // (an empty, read-only one with the trailers). In a whole-body pass without a
 // body (trailers only) a streaming plugin gets an empty chunk too.
 func (s *stream) chunkArg(d *side) api.Buffer {
-	if !d.body.present {
-		s.mu.Lock()
-		if !d.body.present {
-			d.body.attachEmpty()
-		}
-		s.mu.Unlock()
+	// The entry point attached the chunk before this phase started (the
+	// common case): no lock needed to see it. Only chains whose plugins see
+	// bodies have data hooks, and their streams set d.more once, when
+	// allocated (allocStream), so reading it here races with no write.
+	if m := d.more; m != nil && m.body.present {
+		return &m.body
 	}
-	return &d.body
+	return s.attachEmptyChunk(d)
+}
+
+// attachEmptyChunk attaches the empty chunk of a whole-body pass without a
+// body (chunkArg).
+func (s *stream) attachEmptyChunk(d *side) api.Buffer {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := &d.moreLocked(s).body
+	if !b.present {
+		b.attachEmpty()
+	}
+	return b
 }
 
 // detachChunk takes back the empty chunk chunkArg attached.
 func (s *stream) detachChunk(d *side) {
 	s.mu.Lock()
-	d.body.detach()
+	d.more.body.detach() // chunkArg attached it
 	s.mu.Unlock()
 }
 
@@ -230,11 +242,13 @@ func (s *stream) wholeArgs(d *side) (api.Buffer, api.HeaderMap) {
 	var body api.Buffer
 	var trailers api.HeaderMap
 	s.mu.Lock()
-	if d.body.present {
-		body = &d.body
-	}
-	if d.trailers.env != nil {
-		trailers = &d.trailers
+	if m := d.more; m != nil {
+		if m.body.present {
+			body = &m.body
+		}
+		if m.trailers.env != nil {
+			trailers = &m.trailers
+		}
 	}
 	s.mu.Unlock()
 	return body, trailers
@@ -342,8 +356,10 @@ func (s *stream) release(d *side, k phaseKind, out outcome) (reply *localReply, 
 	s.shareLocked()
 	if out == outOK {
 		d.headers.flushLocked()
-		d.trailers.flushLocked()
-		d.body.flushLocked()
+		if m := d.more; m != nil {
+			m.trailers.flushLocked()
+			m.body.flushLocked()
+		}
 		if k == kHeaders && d.buffering {
 			st = envoy.StopAndBuffer
 		}
@@ -354,8 +370,8 @@ func (s *stream) release(d *side, k phaseKind, out outcome) (reply *localReply, 
 			s.handBackLocked(d)
 			d.buffering = false
 		}
-		if k != kHeaders {
-			d.body.detach()
+		if k != kHeaders && d.more != nil {
+			d.more.body.detach()
 		}
 	}
 	return reply, st, false

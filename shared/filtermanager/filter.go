@@ -90,7 +90,7 @@ func (s *stream) onData(d *side, b envoy.BufferInstance, end bool) envoy.StatusT
 		s.mu.Unlock()
 		return s.tooLarge(d, kWhole)
 	}
-	d.body.attach(b, true)
+	d.moreLocked(s).body.attach(b, true)
 	s.mu.Unlock()
 	if buffering {
 		// !end means trailers follow. Envoy forwards this data before it hands
@@ -114,7 +114,7 @@ func (s *stream) EncodeTrailers(t envoy.ResponseTrailerMap) envoy.StatusType {
 // the trailers), or the streaming plugins get an empty last chunk.
 func (s *stream) onTrailers(d *side, t envoy.HeaderMap) envoy.StatusType {
 	s.mu.Lock()
-	d.trailers.attach(t, true)
+	d.moreLocked(s).trailers.attach(t, true)
 	buffering := d.buffering
 	if (!buffering && len(d.dir(s.ch.Load()).data.order) == 0) || s.failed || s.destroyed {
 		s.mu.Unlock()
@@ -125,7 +125,7 @@ func (s *stream) onTrailers(d *side, t envoy.HeaderMap) envoy.StatusType {
 		s.mu.Unlock()
 		return s.run(d, kWhole, true, 0)
 	}
-	d.body.attachEmpty() // an empty, read-only last chunk
+	d.more.body.attachEmpty() // an empty, read-only last chunk
 	s.mu.Unlock()
 	return s.run(d, kData, true, 0)
 }
@@ -143,15 +143,20 @@ func (s *stream) OnLog(reqH envoy.RequestHeaderMap, reqT envoy.RequestTrailerMap
 		s.dec.headers.attach(reqH, false)
 	}
 	if reqT != nil {
-		s.dec.trailers.attach(reqT, false)
+		s.dec.moreLocked(s).trailers.attach(reqT, false)
 	}
 	if respH != nil {
 		s.enc.headers.attach(respH, false)
 	}
 	if respT != nil {
-		s.enc.trailers.attach(respT, false)
+		s.enc.moreLocked(s).trailers.attach(respT, false)
 	}
-	s.dec.body.writable, s.enc.body.writable = false, false
+	if m := s.dec.more; m != nil {
+		m.body.writable = false
+	}
+	if m := s.enc.more; m != nil {
+		m.body.writable = false
+	}
 	s.logActive = true
 	s.mu.Unlock()
 
@@ -191,9 +196,13 @@ func (s *stream) OnDestroy(envoy.DestroyReason) {
 	// No header map can be read from now on (destroyed): their copies and
 	// pending writes go back to the pool.
 	s.dec.headers.releaseLocked()
-	s.dec.trailers.releaseLocked()
 	s.enc.headers.releaseLocked()
-	s.enc.trailers.releaseLocked()
+	if m := s.dec.more; m != nil {
+		m.trailers.releaseLocked()
+	}
+	if m := s.enc.more; m != nil {
+		m.trailers.releaseLocked()
+	}
 	s.mu.Unlock()
 	if runLogs {
 		s.runLogs(false, false)

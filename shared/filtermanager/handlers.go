@@ -95,12 +95,20 @@ func (h *recvHandler) SendDirectResponse(headers api.HeaderMap, body api.Buffer,
 	return h.s.setReply(&h.s.dec, h.p.name, code, headers, b)
 }
 
-// getHeaders returns m as an interface, or nil if the side has none yet.
-func (s *stream) headersOf(m *headerMap, op string) *headerMap {
+// headersOf returns d's headers (or trailers), or nil if the side has none
+// yet.
+func (s *stream) headersOf(d *side, trailers bool, op string) *headerMap {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.checkLocked(op); err != nil {
 		panic(err)
+	}
+	m := &d.headers
+	if trailers {
+		if d.more == nil {
+			return nil
+		}
+		m = &d.more.trailers
 	}
 	if m.env == nil {
 		return nil
@@ -109,7 +117,7 @@ func (s *stream) headersOf(m *headerMap, op string) *headerMap {
 }
 
 func (h *recvHandler) GetRequestHeaders() api.RequestHeaderMap {
-	if m := h.s.headersOf(&h.s.dec.headers, "GetRequestHeaders"); m != nil {
+	if m := h.s.headersOf(&h.s.dec, false, "GetRequestHeaders"); m != nil {
 		return m
 	}
 	return nil
@@ -117,18 +125,18 @@ func (h *recvHandler) GetRequestHeaders() api.RequestHeaderMap {
 func (h *recvHandler) SetRequestHeaders(src api.HeaderMap) error {
 	return h.s.dec.headers.replaceAll(src)
 }
-func (h *recvHandler) GetRequestData() api.Buffer { return h.s.bodyOf(&h.s.dec.body, "GetRequestData") }
+func (h *recvHandler) GetRequestData() api.Buffer { return h.s.bodyOf(&h.s.dec, "GetRequestData") }
 func (h *recvHandler) SetRequestData(b api.Buffer) error {
-	return setBody(&h.s.dec.body, b)
+	return setBody(&h.s.more(&h.s.dec).body, b)
 }
 func (h *recvHandler) GetRequestTrailers() api.HeaderMap {
-	if m := h.s.headersOf(&h.s.dec.trailers, "GetRequestTrailers"); m != nil {
+	if m := h.s.headersOf(&h.s.dec, true, "GetRequestTrailers"); m != nil {
 		return m
 	}
 	return nil
 }
 func (h *recvHandler) SetRequestTrailers(t api.HeaderMap) error {
-	return h.s.dec.trailers.replaceAll(t)
+	return h.s.more(&h.s.dec).trailers.replaceAll(t)
 }
 func (h *recvHandler) RequestInfo() api.RequestInfo { return (*reqInfo)(h.s) }
 func (h *recvHandler) Route() api.RouteInfo         { return (*routeInfo)(h.s) }
@@ -163,16 +171,24 @@ func (h *recvHandler) SetUpstreamOverrideHost(host string, strict bool) error {
 	return s.cb.DecoderFilterCallbacks().SetUpstreamOverrideHost(host, strict)
 }
 
-func (s *stream) bodyOf(b *bodyBuf, op string) api.Buffer {
+func (s *stream) bodyOf(d *side, op string) api.Buffer {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.checkLocked(op); err != nil {
 		panic(err)
 	}
-	if !b.present {
+	if !d.hasBodyLocked() {
 		return nil
 	}
-	return b
+	return &d.more.body
+}
+
+// more returns d's trailers and body for a write through a handler (which
+// then checks, under the lock, that they are there).
+func (s *stream) more(d *side) *sideMore {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return d.moreLocked(s)
 }
 
 func setBody(b *bodyBuf, src api.Buffer) error {
@@ -184,7 +200,7 @@ func setBody(b *bodyBuf, src api.Buffer) error {
 }
 
 func (h *sendHandler) GetResponseHeaders() api.ResponseHeaderMap {
-	if m := h.s.headersOf(&h.s.enc.headers, "GetResponseHeaders"); m != nil {
+	if m := h.s.headersOf(&h.s.enc, false, "GetResponseHeaders"); m != nil {
 		return m
 	}
 	return nil
@@ -193,19 +209,19 @@ func (h *sendHandler) SetResponseHeaders(src api.HeaderMap) error {
 	return h.s.enc.headers.replaceAll(src)
 }
 func (h *sendHandler) GetResponseData() api.Buffer {
-	return h.s.bodyOf(&h.s.enc.body, "GetResponseData")
+	return h.s.bodyOf(&h.s.enc, "GetResponseData")
 }
 func (h *sendHandler) SetResponseData(b api.Buffer) error {
-	return setBody(&h.s.enc.body, b)
+	return setBody(&h.s.more(&h.s.enc).body, b)
 }
 func (h *sendHandler) GetResponseTrailers() api.HeaderMap {
-	if m := h.s.headersOf(&h.s.enc.trailers, "GetResponseTrailers"); m != nil {
+	if m := h.s.headersOf(&h.s.enc, true, "GetResponseTrailers"); m != nil {
 		return m
 	}
 	return nil
 }
 func (h *sendHandler) SetResponseTrailers(t api.HeaderMap) error {
-	return h.s.enc.trailers.replaceAll(t)
+	return h.s.more(&h.s.enc).trailers.replaceAll(t)
 }
 func (h *sendHandler) GetRequestHeaders() api.RequestHeaderMap {
 	return (*recvHandler)(h).GetRequestHeaders()

@@ -16,12 +16,18 @@ func TestStreamFitsItsSizeClass(t *testing.T) {
 		what        string
 		size, class uintptr
 	}{
-		{"one plugin", unsafe.Sizeof(streamWith[[1]slot]{}), 640},
-		{"four plugins", unsafe.Sizeof(streamWith[[4]slot]{}), 896},
-		{"six plugins", unsafe.Sizeof(streamWith[[6]slot]{}), 1024},
-		{"eight plugins", unsafe.Sizeof(streamWith[[8]slot]{}), 1152},
-		{"twelve plugins", unsafe.Sizeof(streamWith[[12]slot]{}), 1536},
+		{"one plugin", unsafe.Sizeof(streamWith[[1]slot]{}), 480},
+		{"four plugins", unsafe.Sizeof(streamWith[[4]slot]{}), 704},
+		{"six plugins", unsafe.Sizeof(streamWith[[6]slot]{}), 896},
+		{"eight plugins", unsafe.Sizeof(streamWith[[8]slot]{}), 1024},
+		{"twelve plugins", unsafe.Sizeof(streamWith[[12]slot]{}), 1280},
 		{"sixteen plugins", unsafe.Sizeof(streamWith[[16]slot]{}), 1792},
+		// Chains whose plugins see bodies hold both sides' trailers and body.
+		{"one plugin and bodies", unsafe.Sizeof(streamBodiesWith[[1]slot]{}), 704},
+		{"four plugins and bodies", unsafe.Sizeof(streamBodiesWith[[4]slot]{}), 896},
+		{"six plugins and bodies", unsafe.Sizeof(streamBodiesWith[[6]slot]{}), 1024},
+		{"twelve plugins and bodies", unsafe.Sizeof(streamBodiesWith[[12]slot]{}), 1536},
+		{"sixteen plugins and bodies", unsafe.Sizeof(streamBodiesWith[[16]slot]{}), 1792},
 	} {
 		if tc.size+header > tc.class {
 			t.Errorf("a stream with room for %s is %d bytes and its header %d, over the %d-byte size class", tc.what, tc.size, header, tc.class)

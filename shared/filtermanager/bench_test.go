@@ -237,8 +237,8 @@ func TestHeaderValuesDoesNotAllocate(t *testing.T) {
 }
 
 // A request through a sync chain costs one allocation, the stream, whether or
-// not its plugins see bodies (their trailers and bodies are in the stream
-// then) and whether or not the request has one.
+// not its plugins see bodies (the bodies are in the stream then) and whether
+// or not the request has one.
 func TestStreamIsTheRequestsOneAllocation(t *testing.T) {
 	streaming := api.Needs{RequestBody: api.StreamingBody, ResponseBody: api.StreamingBody}
 	for _, tc := range []struct {

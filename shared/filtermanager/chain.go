@@ -118,8 +118,9 @@ type Chain struct {
 	// a stream reserves its slots once and never moves them.
 	extraSlots int
 	// bodies: a plugin of this chain or of a consumer's chain sees bodies
-	// (streaming or whole), so streams hold both sides' trailers and body
-	// inline (allocStream); other streams allocate them when first needed.
+	// (streaming or whole), so streams hold both sides' bodies inline
+	// (allocStream); other streams allocate a body when first needed, and
+	// every stream its trailers.
 	bodies bool
 	// shared is how many leading plugins a consumer chain has in common with
 	// the chain it was built from (0 for other chains).

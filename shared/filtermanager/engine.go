@@ -209,10 +209,10 @@ func (s *stream) stopped(d *side, p *plugin) {
 func (s *stream) chunkArg(d *side) api.Buffer {
 	// The entry point attached the chunk before this phase started (the
 	// common case): no lock needed to see it. Only chains whose plugins see
-	// bodies have data hooks, and their streams set d.more once, when
+	// bodies have data hooks, and their streams set d.body once, when
 	// allocated (allocStream), so reading it here races with no write.
-	if m := d.more; m != nil && m.body.present {
-		return &m.body
+	if b := d.body; b != nil && b.present {
+		return b
 	}
 	return s.attachEmptyChunk(d)
 }
@@ -222,7 +222,7 @@ func (s *stream) chunkArg(d *side) api.Buffer {
 func (s *stream) attachEmptyChunk(d *side) api.Buffer {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	b := &d.moreLocked(s).body
+	b := d.bodyLocked(s)
 	if !b.present {
 		b.attachEmpty()
 	}
@@ -232,7 +232,7 @@ func (s *stream) attachEmptyChunk(d *side) api.Buffer {
 // detachChunk takes back the empty chunk chunkArg attached.
 func (s *stream) detachChunk(d *side) {
 	s.mu.Lock()
-	d.more.body.detach() // chunkArg attached it
+	d.body.detach() // chunkArg attached it
 	s.mu.Unlock()
 }
 
@@ -242,13 +242,11 @@ func (s *stream) wholeArgs(d *side) (api.Buffer, api.HeaderMap) {
 	var body api.Buffer
 	var trailers api.HeaderMap
 	s.mu.Lock()
-	if m := d.more; m != nil {
-		if m.body.present {
-			body = &m.body
-		}
-		if m.trailers.env != nil {
-			trailers = &m.trailers
-		}
+	if d.hasBodyLocked() {
+		body = d.body
+	}
+	if d.trailers != nil && d.trailers.env != nil {
+		trailers = d.trailers
 	}
 	s.mu.Unlock()
 	return body, trailers
@@ -356,9 +354,11 @@ func (s *stream) release(d *side, k phaseKind, out outcome) (reply *localReply, 
 	s.shareLocked()
 	if out == outOK {
 		d.headers.flushLocked()
-		if m := d.more; m != nil {
-			m.trailers.flushLocked()
-			m.body.flushLocked()
+		if d.trailers != nil {
+			d.trailers.flushLocked()
+		}
+		if d.body != nil {
+			d.body.flushLocked()
 		}
 		if k == kHeaders && d.buffering {
 			st = envoy.StopAndBuffer
@@ -370,8 +370,8 @@ func (s *stream) release(d *side, k phaseKind, out outcome) (reply *localReply, 
 			s.handBackLocked(d)
 			d.buffering = false
 		}
-		if k != kHeaders && d.more != nil {
-			d.more.body.detach()
+		if k != kHeaders && d.body != nil {
+			d.body.detach()
 		}
 	}
 	return reply, st, false

@@ -90,7 +90,7 @@ func (s *stream) onData(d *side, b envoy.BufferInstance, end bool) envoy.StatusT
 		s.mu.Unlock()
 		return s.tooLarge(d, kWhole)
 	}
-	d.moreLocked(s).body.attach(b, true)
+	d.bodyLocked(s).attach(b, true)
 	s.mu.Unlock()
 	if buffering {
 		// !end means trailers follow. Envoy forwards this data before it hands
@@ -114,7 +114,7 @@ func (s *stream) EncodeTrailers(t envoy.ResponseTrailerMap) envoy.StatusType {
 // the trailers), or the streaming plugins get an empty last chunk.
 func (s *stream) onTrailers(d *side, t envoy.HeaderMap) envoy.StatusType {
 	s.mu.Lock()
-	d.moreLocked(s).trailers.attach(t, true)
+	d.trailersLocked(s).attach(t, true)
 	buffering := d.buffering
 	if (!buffering && len(d.dir(s.ch.Load()).data.order) == 0) || s.failed || s.destroyed {
 		s.mu.Unlock()
@@ -125,7 +125,7 @@ func (s *stream) onTrailers(d *side, t envoy.HeaderMap) envoy.StatusType {
 		s.mu.Unlock()
 		return s.run(d, kWhole, true, 0)
 	}
-	d.more.body.attachEmpty() // an empty, read-only last chunk
+	d.bodyLocked(s).attachEmpty() // an empty, read-only last chunk
 	s.mu.Unlock()
 	return s.run(d, kData, true, 0)
 }
@@ -143,19 +143,19 @@ func (s *stream) OnLog(reqH envoy.RequestHeaderMap, reqT envoy.RequestTrailerMap
 		s.dec.headers.attach(reqH, false)
 	}
 	if reqT != nil {
-		s.dec.moreLocked(s).trailers.attach(reqT, false)
+		s.dec.trailersLocked(s).attach(reqT, false)
 	}
 	if respH != nil {
 		s.enc.headers.attach(respH, false)
 	}
 	if respT != nil {
-		s.enc.moreLocked(s).trailers.attach(respT, false)
+		s.enc.trailersLocked(s).attach(respT, false)
 	}
-	if m := s.dec.more; m != nil {
-		m.body.writable = false
+	if b := s.dec.body; b != nil {
+		b.writable = false
 	}
-	if m := s.enc.more; m != nil {
-		m.body.writable = false
+	if b := s.enc.body; b != nil {
+		b.writable = false
 	}
 	s.logActive = true
 	s.mu.Unlock()
@@ -197,11 +197,11 @@ func (s *stream) OnDestroy(envoy.DestroyReason) {
 	// pending writes go back to the pool.
 	s.dec.headers.releaseLocked()
 	s.enc.headers.releaseLocked()
-	if m := s.dec.more; m != nil {
-		m.trailers.releaseLocked()
+	if t := s.dec.trailers; t != nil {
+		t.releaseLocked()
 	}
-	if m := s.enc.more; m != nil {
-		m.trailers.releaseLocked()
+	if t := s.enc.trailers; t != nil {
+		t.releaseLocked()
 	}
 	s.mu.Unlock()
 	if runLogs {

@@ -105,10 +105,10 @@ func (s *stream) headersOf(d *side, trailers bool, op string) *headerMap {
 	}
 	m := &d.headers
 	if trailers {
-		if d.more == nil {
+		if d.trailers == nil {
 			return nil
 		}
-		m = &d.more.trailers
+		m = d.trailers
 	}
 	if m.env == nil {
 		return nil
@@ -127,7 +127,7 @@ func (h *recvHandler) SetRequestHeaders(src api.HeaderMap) error {
 }
 func (h *recvHandler) GetRequestData() api.Buffer { return h.s.bodyOf(&h.s.dec, "GetRequestData") }
 func (h *recvHandler) SetRequestData(b api.Buffer) error {
-	return setBody(&h.s.more(&h.s.dec).body, b)
+	return setBody(h.s.bodyForWrite(&h.s.dec), b)
 }
 func (h *recvHandler) GetRequestTrailers() api.HeaderMap {
 	if m := h.s.headersOf(&h.s.dec, true, "GetRequestTrailers"); m != nil {
@@ -136,7 +136,7 @@ func (h *recvHandler) GetRequestTrailers() api.HeaderMap {
 	return nil
 }
 func (h *recvHandler) SetRequestTrailers(t api.HeaderMap) error {
-	return h.s.more(&h.s.dec).trailers.replaceAll(t)
+	return h.s.trailersForWrite(&h.s.dec).replaceAll(t)
 }
 func (h *recvHandler) RequestInfo() api.RequestInfo { return (*reqInfo)(h.s) }
 func (h *recvHandler) Route() api.RouteInfo         { return (*routeInfo)(h.s) }
@@ -180,15 +180,21 @@ func (s *stream) bodyOf(d *side, op string) api.Buffer {
 	if !d.hasBodyLocked() {
 		return nil
 	}
-	return &d.more.body
+	return d.body
 }
 
-// more returns d's trailers and body for a write through a handler (which
-// then checks, under the lock, that they are there).
-func (s *stream) more(d *side) *sideMore {
+// trailersForWrite and bodyForWrite return d's trailers and body for a write
+// through a handler, which then checks under the lock that they are there.
+func (s *stream) trailersForWrite(d *side) *headerMap {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return d.moreLocked(s)
+	return d.trailersLocked(s)
+}
+
+func (s *stream) bodyForWrite(d *side) *bodyBuf {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return d.bodyLocked(s)
 }
 
 func setBody(b *bodyBuf, src api.Buffer) error {
@@ -212,7 +218,7 @@ func (h *sendHandler) GetResponseData() api.Buffer {
 	return h.s.bodyOf(&h.s.enc, "GetResponseData")
 }
 func (h *sendHandler) SetResponseData(b api.Buffer) error {
-	return setBody(&h.s.more(&h.s.enc).body, b)
+	return setBody(h.s.bodyForWrite(&h.s.enc), b)
 }
 func (h *sendHandler) GetResponseTrailers() api.HeaderMap {
 	if m := h.s.headersOf(&h.s.enc, true, "GetResponseTrailers"); m != nil {
@@ -221,7 +227,7 @@ func (h *sendHandler) GetResponseTrailers() api.HeaderMap {
 	return nil
 }
 func (h *sendHandler) SetResponseTrailers(t api.HeaderMap) error {
-	return h.s.more(&h.s.enc).trailers.replaceAll(t)
+	return h.s.trailersForWrite(&h.s.enc).replaceAll(t)
 }
 func (h *sendHandler) GetRequestHeaders() api.RequestHeaderMap {
 	return (*recvHandler)(h).GetRequestHeaders()

@@ -22,11 +22,12 @@ func TestStreamFitsItsSizeClass(t *testing.T) {
 		{"eight plugins", unsafe.Sizeof(streamWith[[8]slot]{}), 1024},
 		{"twelve plugins", unsafe.Sizeof(streamWith[[12]slot]{}), 1280},
 		{"sixteen plugins", unsafe.Sizeof(streamWith[[16]slot]{}), 1792},
-		// Chains whose plugins see bodies hold both sides' trailers and body.
-		{"one plugin and bodies", unsafe.Sizeof(streamBodiesWith[[1]slot]{}), 704},
+		// Chains whose plugins see bodies hold both sides' bodies.
+		{"one plugin and bodies", unsafe.Sizeof(streamBodiesWith[[1]slot]{}), 640},
 		{"four plugins and bodies", unsafe.Sizeof(streamBodiesWith[[4]slot]{}), 896},
 		{"six plugins and bodies", unsafe.Sizeof(streamBodiesWith[[6]slot]{}), 1024},
-		{"twelve plugins and bodies", unsafe.Sizeof(streamBodiesWith[[12]slot]{}), 1536},
+		{"eight plugins and bodies", unsafe.Sizeof(streamBodiesWith[[8]slot]{}), 1152},
+		{"twelve plugins and bodies", unsafe.Sizeof(streamBodiesWith[[12]slot]{}), 1408},
 		{"sixteen plugins and bodies", unsafe.Sizeof(streamBodiesWith[[16]slot]{}), 1792},
 	} {
 		if tc.size+header > tc.class {

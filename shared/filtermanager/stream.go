@@ -35,11 +35,14 @@ type localReply struct {
 // size class (it is the request's one allocation).
 type side struct {
 	headers headerMap
-	// more holds the trailers and the body once either is attached or asked
-	// for (moreLocked): most requests through header-only plugins never need
-	// them, and inline they took a fifth of the stream (192 bytes).
-	more  *sideMore
-	reply *localReply
+	// trailers and body exist once attached or asked for (trailersLocked,
+	// bodyLocked): most requests through header-only plugins need neither,
+	// and inline they took a fifth of the stream (2 x 96 bytes). The bodies
+	// of a chain whose plugins see them are in the stream's allocation
+	// (streamBodiesWith).
+	trailers *headerMap
+	body     *bodyBuf
+	reply    *localReply
 	// cur is the plugin running now, for panic attribution. Only the goroutine
 	// running the side's phase touches it.
 	cur     int
@@ -53,36 +56,37 @@ type side struct {
 	buffering bool
 }
 
-// sideMore is the part of a side that only requests with trailers or a body
-// a plugin sees need.
-type sideMore struct {
-	trailers headerMap
-	body     bodyBuf
+// trailersLocked returns d's trailers, allocating them on first use. Once
+// set, d.trailers never changes, so a pointer taken under s.mu stays valid.
+func (d *side) trailersLocked(s *stream) *headerMap {
+	if d.trailers == nil {
+		d.trailers = &headerMap{s: s, kind: reqTrailers}
+		if !d.decode {
+			d.trailers.kind = respTrailers
+		}
+	}
+	return d.trailers
 }
 
-// moreLocked returns d's trailers and body, allocating them on first use.
-// Once set, d.more never changes, so a pointer taken under s.mu stays valid.
-func (d *side) moreLocked(s *stream) *sideMore {
-	if m := d.more; m != nil {
-		return m
+// bodyLocked returns d's body like trailersLocked.
+func (d *side) bodyLocked(s *stream) *bodyBuf {
+	if d.body == nil {
+		d.useBody(&bodyBuf{}, s)
 	}
-	d.initMore(&sideMore{}, s)
-	return d.more
+	return d.body
 }
 
-// initMore makes m, zero, d's trailers and body (d.decode is set).
-func (d *side) initMore(m *sideMore, s *stream) {
-	if d.decode {
-		m.trailers.kind, m.body.kind = reqTrailers, reqBody
-	} else {
-		m.trailers.kind, m.body.kind = respTrailers, respBody
+// useBody makes b, zero, d's body (d.decode is set).
+func (d *side) useBody(b *bodyBuf, s *stream) {
+	b.s, b.kind = s, reqBody
+	if !d.decode {
+		b.kind = respBody
 	}
-	m.trailers.s, m.body.s = s, s
-	d.more = m
+	d.body = b
 }
 
 // hasBodyLocked reports whether a body (possibly an empty chunk) is attached.
-func (d *side) hasBodyLocked() bool { return d.more != nil && d.more.body.present }
+func (d *side) hasBodyLocked() bool { return d.body != nil && d.body.present }
 
 // dir returns the chain's precomputed direction for this side.
 func (d *side) dir(c *Chain) *direction {
@@ -149,13 +153,13 @@ type streamWith[A any] struct {
 	room A
 }
 
-// streamBodiesWith is a streamWith that also holds both sides' trailers and
-// body, for chains whose plugins see bodies (Chain.bodies): they would
-// otherwise be a second allocation for nearly every request.
+// streamBodiesWith is a streamWith that also holds both sides' bodies, for
+// chains whose plugins see them (Chain.bodies): they would otherwise be a
+// second allocation for nearly every request.
 type streamBodiesWith[A any] struct {
 	stream
-	more [2]sideMore
-	room A
+	bodies [2]bodyBuf
+	room   A
 }
 
 // allocStream returns a new stream and room for capacity slots. Sizes are in
@@ -191,8 +195,8 @@ func allocWith[A any](bodies bool, slice func(*A) []slot) (*stream, []slot) {
 		b := new(streamBodiesWith[A])
 		s := &b.stream
 		s.dec.decode = true
-		s.dec.initMore(&b.more[0], s)
-		s.enc.initMore(&b.more[1], s)
+		s.dec.useBody(&b.bodies[0], s)
+		s.enc.useBody(&b.bodies[1], s)
 		return s, slice(&b.room)
 	}
 	b := new(streamWith[A])
